@@ -1,0 +1,69 @@
+#include "runtime/reference.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace attnc {
+
+void reference_attention(const ReferenceOptions& opt, const std::vector<int>& cu_q,
+                         const std::vector<int>& cu_k, const std::vector<double>& q,
+                         const std::vector<double>& k, const std::vector<double>& v,
+                         std::vector<double>& o, std::vector<double>& lse) {
+  const int D = opt.head_dim, Dv = opt.head_dim_v, Hq = opt.num_q_heads, Hkv = opt.num_kv_heads;
+  const int group = Hq / Hkv;
+  const double scale = opt.scale > 0 ? opt.scale : 1.0 / std::sqrt(double(D));
+  const double ninf = -std::numeric_limits<double>::infinity();
+  const int total_q = cu_q.back();
+  o.assign(size_t(total_q) * Hq * Dv, 0.0);
+  lse.assign(size_t(total_q) * Hq, ninf);
+
+  std::vector<double> s;
+  for (size_t b = 0; b + 1 < cu_q.size(); ++b) {
+    const int sq = cu_q[b + 1] - cu_q[b], sk = cu_k[b + 1] - cu_k[b];
+    s.resize(std::max(sk, 1));
+    for (int h = 0; h < Hq; ++h) {
+      const int hk = h / group;
+      for (int i = 0; i < sq; ++i) {
+        const long diag = long(i) + sk - sq;  // the key aligned with query i (bottom-right)
+        const double* qi = &q[(size_t(cu_q[b] + i) * Hq + h) * D];
+        double m = ninf;
+        for (int j = 0; j < sk; ++j) {
+          bool allowed = true;
+          if (opt.causal && j > diag) allowed = false;
+          if (opt.window_left >= 0 && j < diag - opt.window_left) allowed = false;
+          if (opt.window_right >= 0 && j > diag + opt.window_right) allowed = false;
+          if (!allowed) { s[j] = ninf; continue; }
+          const double* kj = &k[(size_t(cu_k[b] + j) * Hkv + hk) * D];
+          double dot = 0;
+          for (int d = 0; d < D; ++d) dot += qi[d] * kj[d];
+          double x = dot * scale;
+          if (opt.softcap > 0) x = opt.softcap * std::tanh(x / opt.softcap);
+          if (opt.alibi) {
+            const double dist = std::abs(double(diag - j));
+            x -= (*opt.alibi_slopes)[h] * (opt.alibi == 2 ? std::sqrt(dist) : dist);
+          }
+          s[j] = x;
+          m = std::max(m, x);
+        }
+        const bool sink = opt.sinks != nullptr;
+        const double sink_logit = sink ? (*opt.sinks)[h] : ninf;
+        if (m == ninf && !sink) continue;  // fully masked: zeros, LSE -inf
+        const double mm = std::max(m, sink_logit);
+        double l = sink ? std::exp(sink_logit - mm) : 0.0;
+        for (int j = 0; j < sk; ++j)
+          if (s[j] != ninf) l += std::exp(s[j] - mm);
+        double* oi = &o[(size_t(cu_q[b] + i) * Hq + h) * Dv];
+        for (int j = 0; j < sk; ++j) {
+          if (s[j] == ninf) continue;
+          const double p = std::exp(s[j] - mm) / l;
+          const double* vj = &v[(size_t(cu_k[b] + j) * Hkv + hk) * Dv];
+          for (int d = 0; d < Dv; ++d) oi[d] += p * vj[d];
+        }
+        lse[size_t(cu_q[b] + i) * Hq + h] = mm + std::log(l);
+      }
+    }
+  }
+}
+
+}  // namespace attnc

@@ -1,0 +1,33 @@
+// Float64 CPU reference attention: the oracle for GPU tests, `attnc run` and the tuner's gate.
+// Implements attention-semantics.md §1 exactly (softcap before bias and mask, bottom-right
+// aligned causal and window masks, ALiBi and sqrt-ALiBi, sinks, LSE); a fully masked row gives
+// zeros and LSE -inf.
+#pragma once
+
+#include <vector>
+
+namespace attnc {
+
+struct ReferenceOptions {
+  int head_dim = 128;
+  int head_dim_v = 128;
+  int num_q_heads = 1;
+  int num_kv_heads = 1;
+  double scale = 0.0;          // 0 = 1/sqrt(head_dim)
+  bool causal = false;
+  int window_left = -1;        // -1 = unbounded
+  int window_right = -1;
+  double softcap = 0.0;        // 0 = off
+  int alibi = 0;               // 0 none, 1 linear, 2 sqrt
+  const std::vector<double>* alibi_slopes = nullptr;  // [Hq]
+  const std::vector<double>* sinks = nullptr;         // [Hq], raw logits
+};
+
+// Tensors are dense, row-major: q [total_q, Hq, D], k [total_k, Hkv, D], v [total_k, Hkv, Dv].
+// Outputs: o [total_q, Hq, Dv]; lse [total_q, Hq] in base e.
+void reference_attention(const ReferenceOptions& opt, const std::vector<int>& cu_seqlens_q,
+                         const std::vector<int>& cu_seqlens_k, const std::vector<double>& q,
+                         const std::vector<double>& k, const std::vector<double>& v,
+                         std::vector<double>& o, std::vector<double>& lse);
+
+}  // namespace attnc
