@@ -15,14 +15,18 @@ void reference_attention(const ReferenceOptions& opt, const std::vector<int>& cu
   const double scale = opt.scale > 0 ? opt.scale : 1.0 / std::sqrt(double(D));
   const double ninf = -std::numeric_limits<double>::infinity();
   const int total_q = cu_q.back();
-  o.assign(size_t(total_q) * Hq * Dv, 0.0);
-  lse.assign(size_t(total_q) * Hq, ninf);
+  const bool all_heads = opt.head_end < 0;
+  if (all_heads) {
+    o.assign(size_t(total_q) * Hq * Dv, 0.0);
+    lse.assign(size_t(total_q) * Hq, ninf);
+  }
+  const int h_begin = all_heads ? 0 : opt.head_begin, h_end = all_heads ? Hq : opt.head_end;
 
   std::vector<double> s;
   for (size_t b = 0; b + 1 < cu_q.size(); ++b) {
     const int sq = cu_q[b + 1] - cu_q[b], sk = cu_k[b + 1] - cu_k[b];
     s.resize(std::max(sk, 1));
-    for (int h = 0; h < Hq; ++h) {
+    for (int h = h_begin; h < h_end; ++h) {
       const int hk = h / group;
       for (int i = 0; i < sq; ++i) {
         const long diag = long(i) + sk - sq;  // the key aligned with query i (bottom-right)
@@ -48,12 +52,14 @@ void reference_attention(const ReferenceOptions& opt, const std::vector<int>& cu
         }
         const bool sink = opt.sinks != nullptr;
         const double sink_logit = sink ? (*opt.sinks)[h] : ninf;
+        double* oi = &o[(size_t(cu_q[b] + i) * Hq + h) * Dv];
+        std::fill(oi, oi + Dv, 0.0);
+        lse[size_t(cu_q[b] + i) * Hq + h] = ninf;
         if (m == ninf && !sink) continue;  // fully masked: zeros, LSE -inf
         const double mm = std::max(m, sink_logit);
         double l = sink ? std::exp(sink_logit - mm) : 0.0;
         for (int j = 0; j < sk; ++j)
           if (s[j] != ninf) l += std::exp(s[j] - mm);
-        double* oi = &o[(size_t(cu_q[b] + i) * Hq + h) * Dv];
         for (int j = 0; j < sk; ++j) {
           if (s[j] == ninf) continue;
           const double p = std::exp(s[j] - mm) / l;

@@ -21,10 +21,12 @@ struct ReferenceOptions {
   int alibi = 0;               // 0 none, 1 linear, 2 sqrt
   const std::vector<double>* alibi_slopes = nullptr;  // [Hq]
   const std::vector<double>* sinks = nullptr;         // [Hq], raw logits
+  int head_begin = 0, head_end = -1;                  // q heads to compute (-1: all); others untouched
 };
 
 // Tensors are dense, row-major: q [total_q, Hq, D], k [total_k, Hkv, D], v [total_k, Hkv, Dv].
-// Outputs: o [total_q, Hq, Dv]; lse [total_q, Hq] in base e.
+// Outputs: o [total_q, Hq, Dv]; lse [total_q, Hq] in base e. Sized by the caller when a head range
+// is given (so several calls can fill one output), else resized here.
 void reference_attention(const ReferenceOptions& opt, const std::vector<int>& cu_seqlens_q,
                          const std::vector<int>& cu_seqlens_k, const std::vector<double>& q,
                          const std::vector<double>& k, const std::vector<double>& v,

@@ -1,2 +1,28 @@
+// attnc: the command line. Each subcommand lives in its own cmd_*.cpp.
 #include <cstdio>
-int main() { std::puts("attnc 0.1.0"); return 0; }
+
+#include "tools/cli/cli_common.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"attnc: attention-kernel compiler and autotuner (spec -> CUDA -> NVRTC -> cache)"};
+  app.set_version_flag("--version", "attnc 0.1.0");
+  app.require_subcommand(1);
+  attnc::cli::add_validate(app);
+  attnc::cli::add_gen(app);
+  attnc::cli::add_compile(app);
+  attnc::cli::add_cache(app);
+  attnc::cli::add_info(app);
+  attnc::cli::add_run(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const attnc::cli::Failed& e) {
+    if (*e.what()) std::fprintf(stderr, "attnc: error: %s\n", e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "attnc: error: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,67 @@
+// Spec + Config + arch -> KernelPlan: choose the template family, derive its compile-time
+// constants, shared memory and launch shape. A valid spec that no template generates yet is
+// refused here with NotSupportedYet ("not supported yet: ..."), never silently mis-generated.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "generator/config.h"
+#include "generator/spec.h"
+
+namespace attnc {
+
+enum class KernelKind { prefill, decode, merge, cache_write };
+const char* to_string(KernelKind);
+std::vector<KernelKind> kernels_of(const Spec&);
+
+class NotSupportedYet : public std::runtime_error {
+ public:
+  explicit NotSupportedYet(const std::string& what) : std::runtime_error("not supported yet: " + what) {}
+};
+
+// A Config that cannot work for this spec or arch (tile shape, shared memory over the limit).
+class BadConfig : public std::invalid_argument {
+ public:
+  explicit BadConfig(const std::string& what) : std::invalid_argument("bad config: " + what) {}
+};
+
+// Architectures the generator targets, with their per-block shared-memory limit.
+struct ArchInfo {
+  std::string name;     // "sm_90a"
+  int major = 9, minor = 0;
+  int max_smem_per_block = 227 * 1024;
+};
+ArchInfo arch_info(const std::string& arch);  // throws std::invalid_argument listing the allowed archs
+const std::vector<std::string>& supported_archs();
+
+struct KernelPlan {
+  KernelKind kind = KernelKind::prefill;
+  std::string family;
+  std::string arch;
+  Spec spec;
+  std::string spec_id;
+  Config config;
+
+  // Compile-time constants of the traits struct.
+  int head_dim = 0, head_dim_v = 0, group = 1;
+  int mask_kind = 0;        // 0 none, 1 causal, 2 sliding window (templates/attnc/features/mask.cuh)
+  bool softcap = false;
+  int lse = 0;              // 0 none, 1 base e, 2 base 2
+
+  // Launch shape.
+  int threads = 0;
+  int smem_bytes = 0;
+
+  // The parts of the kernel name that identify the compiled code (not the spec): specs that need
+  // the same code get the same name, source and cubin.
+  std::string variant_name() const;
+};
+
+// The heuristic default for a spec and kind (what runs before any tuning).
+Config default_config(const Spec&, KernelKind, const std::string& arch);
+
+KernelPlan plan_kernel(const Spec&, KernelKind, const Config&, const std::string& arch);
+
+}  // namespace attnc

@@ -1,0 +1,59 @@
+// Online softmax state for the ROWS rows one thread holds, in base 2. The running sum is kept per
+// thread and reduced across the quad once at the end; the running max is quad-reduced every tile
+// so the rescale factors agree within a row. A row that has seen only masked keys keeps max -inf
+// and contributes exp2(-inf) = 0, so a fully masked row ends with sum 0 -> output 0, LSE -inf.
+#pragma once
+
+#include "attnc/ptx.cuh"
+
+namespace attnc {
+
+template <int ROWS>
+struct OnlineSoftmax {
+  float row_max[ROWS];
+  float row_sum[ROWS];
+
+  __device__ OnlineSoftmax() {
+#pragma unroll
+    for (int r = 0; r < ROWS; ++r) { row_max[r] = neg_inf(); row_sum[r] = 0.f; }
+  }
+
+  // s[NT][4] holds mma accumulator fragments: elements 0,1 belong to row 0, elements 2,3 to row 1.
+  // Replaces logits by probabilities (unnormalised) and returns each row's rescale factor for the
+  // output accumulator.
+  template <int NT>
+  __device__ void update(float (&s)[NT][4], float (&rescale)[ROWS]) {
+    static_assert(ROWS == 2, "mma fragments carry two rows per thread");
+#pragma unroll
+    for (int r = 0; r < ROWS; ++r) {
+      float m = row_max[r];
+#pragma unroll
+      for (int n = 0; n < NT; ++n) m = fmaxf(m, fmaxf(s[n][2 * r], s[n][2 * r + 1]));
+      m = quad_max(m);
+      // -inf rows subtract 0 instead, so exp2 sees -inf - 0 rather than -inf - -inf (NaN).
+      const float base = m == neg_inf() ? 0.f : m;
+      rescale[r] = fast_exp2(row_max[r] - base);
+      row_max[r] = m;
+      float sum = 0.f;
+#pragma unroll
+      for (int n = 0; n < NT; ++n) {
+        s[n][2 * r] = fast_exp2(s[n][2 * r] - base);
+        s[n][2 * r + 1] = fast_exp2(s[n][2 * r + 1] - base);
+        sum += s[n][2 * r] + s[n][2 * r + 1];
+      }
+      row_sum[r] = row_sum[r] * rescale[r] + sum;
+    }
+  }
+
+  // Quad-reduce the sums; returns 1/sum (0 for an empty row) and the base-2 LSE per row.
+  __device__ void finish(float (&inv_sum)[ROWS], float (&lse2)[ROWS]) {
+#pragma unroll
+    for (int r = 0; r < ROWS; ++r) {
+      const float sum = quad_sum(row_sum[r]);
+      inv_sum[r] = sum > 0.f ? 1.f / sum : 0.f;
+      lse2[r] = sum > 0.f ? row_max[r] + fast_log2(sum) : neg_inf();
+    }
+  }
+};
+
+}  // namespace attnc

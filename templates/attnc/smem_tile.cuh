@@ -1,0 +1,61 @@
+// Shared-memory tiles of 16-bit elements, ROWS x COLS (COLS a multiple of 64), stored with a
+// 16-byte-chunk XOR swizzle: chunk c of row r lives at chunk c ^ (r % 8). The eight rows an
+// ldmatrix phase reads then fall in eight different bank groups, and cp.async writes stay whole
+// 16-byte chunks.
+#pragma once
+
+#include "attnc/ptx.cuh"
+
+namespace attnc {
+
+template <int ROWS, int COLS>
+struct SmemTile {
+  static_assert(COLS % 64 == 0, "swizzled tiles need rows of whole 128-byte lines");
+  static constexpr int kChunksPerRow = COLS / 8;
+  static constexpr int kElems = ROWS * COLS;
+
+  __device__ static int offset(int row, int col) {
+    return row * COLS + ((((col >> 3) ^ (row & 7))) << 3) + (col & 7);
+  }
+
+  // ldmatrix addressing. Every row a thread addresses has the same (row % 8), so the swizzle of
+  // chunk c reduces to c ^ x with one per-thread x: the address of a fragment is a per-thread base,
+  // plus compile-time row offsets, plus (c ^ x) * 16 bytes. Keeping it in this form stops the
+  // compiler from holding one precomputed address per fragment in registers.
+  __device__ static u32 row_base(const u16* tile, int row) { return smem_u32(tile) + 2u * row * COLS; }
+  __device__ static u32 frag_addr(u32 base, int row_off, int chunk, int x) {
+    return base + 2u * row_off * COLS + (u32(chunk ^ x) << 4);
+  }
+
+  // Copy `valid_rows` rows (the rest zero-filled) of a global [rows, COLS] view with the given row
+  // stride into the tile, all NTHREADS threads taking part; one cp.async group is left open.
+  template <int NTHREADS>
+  __device__ static void load_async(u16* tile, const u16* src, long long row_stride, int valid_rows,
+                                    int tid) {
+    const u32 base = smem_u32(tile);
+#pragma unroll
+    for (int i = tid; i < ROWS * kChunksPerRow; i += NTHREADS) {
+      const int row = i / kChunksPerRow, chunk = i % kChunksPerRow;
+      const bool ok = row < valid_rows;
+      const u16* g = ok ? src + row * row_stride + chunk * 8 : src;
+      cp_async_16(base + 2u * offset(row, chunk * 8), g, ok);
+    }
+  }
+
+  // Store the first `valid_rows` rows, columns [0, OUT_COLS), to global memory in 16-byte pieces.
+  template <int NTHREADS, int OUT_COLS = COLS>
+  __device__ static void store(const u16* tile, u16* dst, long long row_stride, int valid_rows, int tid) {
+    static_assert(OUT_COLS % 8 == 0 && OUT_COLS <= COLS, "whole 16-byte chunks of the tile");
+    constexpr int kOutChunks = OUT_COLS / 8;
+#pragma unroll
+    for (int i = tid; i < ROWS * kOutChunks; i += NTHREADS) {
+      const int row = i / kOutChunks, chunk = i % kOutChunks;
+      if (row < valid_rows) {
+        const uint4 v = *reinterpret_cast<const uint4*>(tile + offset(row, chunk * 8));
+        *reinterpret_cast<uint4*>(dst + row * row_stride + chunk * 8) = v;
+      }
+    }
+  }
+};
+
+}  // namespace attnc
