@@ -47,7 +47,8 @@ struct LseSpec {
 
 // DeepSeek-style latent attention (attention-semantics.md §7.3). When enabled, head_dim and
 // head_dim_v describe the MHA prefill (qk_nope + qk_rope, v_head_dim); the absorbed decode works
-// on kv_lora_rank + qk_rope_head_dim.
+// on kv_lora_rank + qk_rope_head_dim. parse_spec fills head_dim, head_dim_v and num_kv_heads
+// (= num_q_heads) from these dims.
 struct MlaSpec {
   bool enabled = false;
   int kv_lora_rank = 0;
@@ -57,7 +58,8 @@ struct MlaSpec {
   bool operator==(const MlaSpec&) const = default;
 };
 
-// Local + vertical-stride block sparsity (attention-semantics.md §7.4).
+// Local + vertical-stride block sparsity (attention-semantics.md §7.4). parse_spec resolves the
+// two sentinels below, so a parsed Spec always holds concrete values.
 struct BlockSparseSpec {
   bool enabled = false;
   int block_size = 64;
