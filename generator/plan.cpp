@@ -74,6 +74,16 @@ void check_prefill_sm80_config(const Spec& s, const Config& c, const ArchInfo& a
                     arch.name + " allows " + std::to_string(arch.max_smem_per_block));
 }
 
+// Canonical mask code, so specs that compute the same mask share a kernel: a window (-1, 0) is
+// causal and a window (-1, -1) is no mask.
+int mask_kind_code(const MaskSpec& m) {
+  if (m.kind == MaskKind::none) return 0;
+  if (m.kind == MaskKind::causal) return 1;
+  if (m.window_left < 0 && m.window_right == 0) return 1;
+  if (m.window_left < 0 && m.window_right < 0) return 0;
+  return 2;
+}
+
 }  // namespace
 
 Config default_config(const Spec& s, KernelKind kind, const std::string& arch) {
@@ -110,7 +120,7 @@ KernelPlan plan_kernel(const Spec& s, KernelKind kind, const Config& c, const st
   p.head_dim = s.head_dim;
   p.head_dim_v = s.head_dim_v;
   p.group = s.group_size();
-  p.mask_kind = s.mask.kind == MaskKind::none ? 0 : s.mask.kind == MaskKind::causal ? 1 : 2;
+  p.mask_kind = mask_kind_code(s.mask);
   p.softcap = s.softcap > 0;
   p.lse = s.lse.layout == LseLayout::none ? 0 : s.lse.base == LseBase::e ? 1 : 2;
   p.threads = 32 * c.warps;
