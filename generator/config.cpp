@@ -24,6 +24,8 @@ std::string Config::to_json() const {
   return j.dump();
 }
 
+Config Config::from_json(const std::string& text) { return from_json(text, Config{}); }
+
 Config Config::from_json(const std::string& text, const Config& base) {
   nlohmann::json j;
   try {

@@ -18,7 +18,8 @@ struct Config {
   std::string short_name() const;
   std::string to_json() const;
   // Fields present in `json` override `base`; throws std::invalid_argument naming the field.
-  static Config from_json(const std::string& json, const Config& base = Config{});
+  static Config from_json(const std::string& json, const Config& base);
+  static Config from_json(const std::string& json);
   bool operator==(const Config&) const = default;
 };
 

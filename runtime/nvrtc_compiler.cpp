@@ -71,11 +71,6 @@ detail::NvrtcOutcome run(const KernelSource& source, const std::string& arch, st
 CompileError::CompileError(const std::string& message, std::string entry, std::string arch, std::string log)
     : std::runtime_error(message), entry_(std::move(entry)), arch_(std::move(arch)), log_(std::move(log)) {}
 
-const std::vector<std::string>& supported_archs() {
-  static const std::vector<std::string> archs = {"sm_80", "sm_86", "sm_89", "sm_90", "sm_90a"};
-  return archs;
-}
-
 bool is_supported_arch(const std::string& arch) {
   const auto& a = supported_archs();
   return std::find(a.begin(), a.end(), arch) != a.end();

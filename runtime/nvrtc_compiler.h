@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "generator/kernel_source.h"
+#include "generator/plan.h"
 #include "runtime/ptxas_report.h"
 
 namespace attnc {
@@ -46,8 +47,8 @@ class CompileTimeout : public CompileError {
   using CompileError::CompileError;
 };
 
-// Archs we generate code for. sm_90a (not sm_90) is what Hopper kernels with wgmma/TMA need.
-const std::vector<std::string>& supported_archs();
+// Archs we generate code for (generator/plan.h owns the list). sm_90a (not sm_90) is what Hopper
+// kernels with wgmma/TMA need.
 bool is_supported_arch(const std::string& arch);
 
 // The exact option list handed to NVRTC for a cubin, in order:

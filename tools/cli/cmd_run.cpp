@@ -5,6 +5,7 @@
 
 #include "generator/spec_kernels.h"
 #include "generator/spec_parse.h"
+#include "runtime/cuda_driver.h"
 #include "runtime/device.h"
 #include "runtime/kernel_builder.h"
 #include "runtime/module.h"
