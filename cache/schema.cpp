@@ -1,0 +1,157 @@
+#include "cache/schema.h"
+
+#include <cstdio>
+#include <string>
+
+#include "cache/clock.h"
+
+namespace attnc::schema {
+namespace {
+
+// Version 1. The cubin is the last column of kernels: SQLite then reads a row's other columns
+// without walking the blob's overflow pages (listing and stats stay cheap).
+void create_v1(sql::Conn& c) {
+  c.exec(R"sql(
+    CREATE TABLE meta(
+      key   TEXT PRIMARY KEY,
+      value TEXT NOT NULL
+    ) WITHOUT ROWID;
+
+    CREATE TABLE specs(
+      spec_id        TEXT PRIMARY KEY,
+      name           TEXT NOT NULL,
+      canonical_yaml TEXT NOT NULL,
+      created_at     INTEGER NOT NULL
+    );
+
+    CREATE TABLE kernels(
+      key            TEXT PRIMARY KEY,
+      spec_id        TEXT NOT NULL,
+      entry          TEXT NOT NULL,
+      family         TEXT NOT NULL,
+      arch           TEXT NOT NULL,
+      config_json    TEXT NOT NULL,
+      nvrtc_version  TEXT NOT NULL,
+      registers      INTEGER NOT NULL,
+      smem_bytes     INTEGER NOT NULL,
+      spill_stores   INTEGER NOT NULL,
+      spill_loads    INTEGER NOT NULL,
+      compile_ms     REAL NOT NULL,
+      created_at     INTEGER NOT NULL,
+      last_used_at   INTEGER NOT NULL,
+      cubin_checksum INTEGER NOT NULL,
+      log            TEXT NOT NULL,
+      cubin          BLOB NOT NULL
+    );
+    CREATE INDEX kernels_by_last_use ON kernels(last_used_at);
+
+    CREATE TABLE tuning(
+      spec_id         TEXT NOT NULL,
+      device          TEXT NOT NULL,
+      arch            TEXT NOT NULL,
+      sm_count        INTEGER NOT NULL,
+      driver_version  TEXT NOT NULL,
+      nvrtc_version   TEXT NOT NULL,
+      mode            TEXT NOT NULL,
+      bucket          TEXT NOT NULL,
+      config_json     TEXT NOT NULL,
+      time_us         REAL NOT NULL,
+      throughput      REAL NOT NULL,
+      candidates_json TEXT NOT NULL,
+      measured_how    TEXT NOT NULL,
+      created_at      INTEGER NOT NULL,
+      PRIMARY KEY(spec_id, device, arch, sm_count, driver_version, nvrtc_version, mode, bucket)
+    );
+
+    CREATE TABLE leases(
+      key          TEXT PRIMARY KEY,
+      pid          INTEGER NOT NULL,
+      host         TEXT NOT NULL,
+      token        TEXT NOT NULL,
+      acquired_ms  INTEGER NOT NULL,
+      heartbeat_ms INTEGER NOT NULL
+    ) WITHOUT ROWID;
+  )sql",
+         "create schema v1");
+}
+
+std::int64_t pragma_int(sql::Conn& c, const char* pragma) {
+  std::string v = c.scalar(pragma, "read database header");
+  return v.empty() ? 0 : std::stoll(v);
+}
+
+[[noreturn]] void not_ours(sql::Conn& c, std::int64_t app_id) {
+  char hex[16];
+  std::snprintf(hex, sizeof hex, "0x%08llx", static_cast<unsigned long long>(app_id));
+  throw StoreError(StoreErrc::Schema, c.path(),
+                   std::string("is an SQLite database but not an attnc cache (application_id ") + hex +
+                       "); choose another cache path");
+}
+
+void migrate(sql::Conn& c) {
+  sql::Txn txn(c, sql::Txn::Immediate);
+  // Another process may have created or migrated the file while we waited for the lock.
+  std::int64_t from = pragma_int(c, "PRAGMA user_version");
+  if (from >= kVersion) return;  // nothing left to do; the rollback releases the lock
+  for (const Migration& m : migrations()) {
+    if (m.version <= from) continue;
+    m.apply(c);
+    c.query("INSERT OR REPLACE INTO meta(key, value) VALUES(?1, ?2)", "record migration")
+        .bind(1, "migration." + std::to_string(m.version))
+        .bind(2, std::string(m.description) + " @" + std::to_string(now_seconds()))
+        .run();
+  }
+  c.exec(("PRAGMA user_version = " + std::to_string(kVersion)).c_str(), "set schema version");
+  c.exec(("PRAGMA application_id = " + std::to_string(kApplicationId)).c_str(), "set application id");
+  txn.commit();
+}
+
+}  // namespace
+
+const std::vector<Migration>& migrations() {
+  static const std::vector<Migration> list = {
+      {1, "initial schema: meta, specs, kernels, tuning, leases", create_v1},
+  };
+  return list;
+}
+
+int version(sql::Conn& c) { return static_cast<int>(pragma_int(c, "PRAGMA user_version")); }
+
+void ensure(sql::Conn& c, bool read_only) {
+  std::int64_t v = pragma_int(c, "PRAGMA user_version");
+  std::int64_t app = pragma_int(c, "PRAGMA application_id");
+  if (v > kVersion) {
+    throw StoreError(StoreErrc::Schema, c.path(),
+                     "schema version " + std::to_string(v) + " is newer than this attnc knows (" +
+                         std::to_string(kVersion) + "); use a newer attnc or another cache path");
+  }
+  if (v > 0 && app != kApplicationId) not_ours(c, app);
+  if (v == kVersion) return;
+  if (v == 0 && pragma_int(c, "SELECT count(*) FROM sqlite_master") > 0) not_ours(c, app);
+  if (read_only) {
+    throw StoreError(StoreErrc::Schema, c.path(),
+                     v == 0 ? "is not an attnc cache yet (empty); open it read-write once to create it"
+                            : "schema version " + std::to_string(v) + " is older than " +
+                                  std::to_string(kVersion) + "; open it read-write once to migrate");
+  }
+  migrate(c);
+  ensure(c, read_only);  // check what the migration (ours or a racing process's) left
+}
+
+const std::vector<Table>& required_tables() {
+  static const std::vector<Table> tables = {
+      {"meta", {"key", "value"}},
+      {"specs", {"spec_id", "name", "canonical_yaml", "created_at"}},
+      {"kernels",
+       {"key", "spec_id", "entry", "family", "arch", "config_json", "nvrtc_version", "registers",
+        "smem_bytes", "spill_stores", "spill_loads", "compile_ms", "created_at", "last_used_at",
+        "cubin_checksum", "log", "cubin"}},
+      {"tuning",
+       {"spec_id", "device", "arch", "sm_count", "driver_version", "nvrtc_version", "mode", "bucket",
+        "config_json", "time_us", "throughput", "candidates_json", "measured_how", "created_at"}},
+      {"leases", {"key", "pid", "host", "token", "acquired_ms", "heartbeat_ms"}},
+  };
+  return tables;
+}
+
+}  // namespace attnc::schema

@@ -1,0 +1,293 @@
+// get_or_build across threads and processes: each key built once, dead builders taken over.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <map>
+#include <thread>
+
+#include "cache_test_util.h"
+
+namespace attnc {
+namespace {
+
+using namespace std::chrono_literals;
+using test::make_kernel;
+using test::RawDb;
+using test::spawn;
+using test::TempDir;
+using test::wait_exit;
+
+// Appends "<key>\n" with one O_APPEND write, so lines from many processes never interleave.
+void log_build(const std::string& log, const std::string& key) {
+  int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  std::string line = key + "\n";
+  if (fd < 0 || ::write(fd, line.data(), line.size()) != static_cast<ssize_t>(line.size())) std::abort();
+  ::close(fd);
+}
+
+std::map<std::string, int> count_builds(const std::string& log) {
+  std::map<std::string, int> n;
+  std::ifstream in(log);
+  for (std::string line; std::getline(in, line);) ++n[line];
+  return n;
+}
+
+std::vector<std::string> keys(int n) {
+  std::vector<std::string> k;
+  for (int i = 0; i < n; ++i) k.push_back("key" + std::to_string(i));
+  return k;
+}
+
+// nproc processes start together (a pipe as starting gun) and each asks for every key, in its own
+// order, with a build that sleeps so that the builds overlap.
+void race(int nproc, int nkeys, bool precreate) {
+  TempDir d;
+  const std::string db = d.file("attnc.db"), log = d.file("builds.log");
+  if (precreate) Store::open(db);
+  int gun[2];
+  ASSERT_EQ(pipe(gun), 0);
+  std::vector<pid_t> kids;
+  for (int p = 0; p < nproc; ++p) {
+    kids.push_back(spawn([&, p] {
+      close(gun[1]);
+      char c;
+      if (read(gun[0], &c, 1) != 0) return 2;  // EOF is the signal
+      Store s = Store::open(db);
+      auto order = keys(nkeys);
+      std::shuffle(order.begin(), order.end(), std::mt19937(p));
+      for (const auto& key : order) {
+        auto r = s.get_or_build(key, [&] {
+          log_build(log, key);
+          std::this_thread::sleep_for(std::chrono::milliseconds(50 + 10 * (p % 3)));
+          return make_kernel(key, 8192);
+        });
+        if (r.record.key != key || r.record.cubin != test::fake_cubin(key, 8192) || !r.stored) {
+          std::fprintf(stderr, "pid %d: bad result for %s: %s\n", getpid(), key.c_str(), r.store_error.c_str());
+          return 1;
+        }
+      }
+      return 0;
+    }));
+  }
+  close(gun[0]);
+  close(gun[1]);
+  for (pid_t k : kids) EXPECT_EQ(wait_exit(k), 0);
+
+  auto builds = count_builds(log);
+  EXPECT_EQ(builds.size(), static_cast<std::size_t>(nkeys));
+  for (const auto& [key, n] : builds) EXPECT_EQ(n, 1) << key << " was built " << n << " times";
+  Store s = Store::open(db);
+  Stats st = s.stats();
+  EXPECT_EQ(st.kernels, nkeys);
+  EXPECT_EQ(st.leases, 0) << "every lease released";
+  auto rep = s.verify();
+  EXPECT_TRUE(rep.ok()) << (rep.problems.empty() ? "" : rep.problems[0]);
+}
+
+TEST(Lease, TwoProcessesBuildEachKeyOnce) { race(2, 20, true); }
+TEST(Lease, EightProcessesBuildEachKeyOnce) { race(8, 20, true); }
+TEST(Lease, EightProcessesCreatingTheFileTogether) { race(8, 10, false); }
+
+TEST(Lease, HitDoesNotBuild) {
+  TempDir d;
+  Store s = Store::open(d.file("attnc.db"));
+  int builds = 0;
+  auto build = [&] {
+    ++builds;
+    return make_kernel("k");
+  };
+  auto first = s.get_or_build("k", build);
+  EXPECT_TRUE(first.built_here);
+  EXPECT_TRUE(first.stored);
+  EXPECT_EQ(first.record.cubin_bytes, 512);
+  auto second = s.get_or_build("k", build);
+  EXPECT_FALSE(second.built_here);
+  EXPECT_EQ(second.record.cubin, first.record.cubin);
+  EXPECT_EQ(builds, 1);
+}
+
+TEST(Lease, ThreadsOfOneProcessBuildEachKeyOnce) {
+  TempDir d;
+  Store s = Store::open(d.file("attnc.db"));
+  std::mutex m;
+  std::map<std::string, int> builds;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 6; ++t) {
+    threads.emplace_back([&, t] {
+      auto order = keys(12);
+      std::shuffle(order.begin(), order.end(), std::mt19937(t));
+      for (const auto& key : order) {
+        s.get_or_build(key, [&] {
+          {
+            std::lock_guard lock(m);
+            ++builds[key];
+          }
+          std::this_thread::sleep_for(20ms);
+          return make_kernel(key);
+        });
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(builds.size(), 12u);
+  for (const auto& [key, n] : builds) EXPECT_EQ(n, 1) << key;
+}
+
+// A builder killed mid-build leaves its lease behind; on the same host its dead pid gives it away
+// at once, whether or not its parent has reaped it yet.
+void killed_holder(bool reap_first) {
+  TempDir d;
+  const std::string db = d.file("attnc.db");
+  Store::open(db);
+  int ready[2];
+  ASSERT_EQ(pipe(ready), 0);
+  pid_t holder = spawn([&] {
+    Store s = Store::open(db);
+    s.get_or_build("k", [&]() -> KernelRecord {
+      if (write(ready[1], "x", 1) != 1) _exit(3);
+      std::this_thread::sleep_for(60s);
+      _exit(4);
+    });
+    return 5;
+  });
+  char c;
+  ASSERT_EQ(read(ready[0], &c, 1), 1);
+  close(ready[0]);
+  close(ready[1]);
+  { EXPECT_EQ(RawDb(db).scalar("SELECT pid FROM leases WHERE key = 'k'"), holder); }
+  kill(holder, SIGKILL);
+  if (reap_first) {
+    EXPECT_EQ(wait_exit(holder), 128 + SIGKILL);
+  } else {
+    std::this_thread::sleep_for(50ms);  // let it die; it stays a zombie until reaped below
+  }
+
+  Store s = Store::open(db);
+  auto t0 = std::chrono::steady_clock::now();
+  auto r = s.get_or_build("k", [] { return make_kernel("k"); });  // default stale_after: 30 s
+  auto waited = std::chrono::steady_clock::now() - t0;
+  EXPECT_TRUE(r.built_here);
+  EXPECT_TRUE(r.stored);
+  EXPECT_LT(waited, 2s) << "took the dead pid's lease over without waiting for the heartbeat timeout";
+  EXPECT_EQ(s.stats().leases, 0);
+  if (!reap_first) {
+    EXPECT_EQ(wait_exit(holder), 128 + SIGKILL);
+  }
+  EXPECT_TRUE(s.verify().ok());
+}
+
+TEST(Lease, KilledBuilderIsTakenOver) { killed_holder(true); }
+TEST(Lease, KilledUnreapedBuilderIsTakenOver) { killed_holder(false); }
+
+void forge_lease(const std::string& db, const std::string& key, const std::string& host, std::int64_t age_ms) {
+  std::int64_t now_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  RawDb raw(db);
+  ASSERT_EQ(raw.exec("INSERT INTO leases VALUES('" + key + "', 1, '" + host + "', 'forged', " +
+                     std::to_string(now_ms - age_ms) + ", " + std::to_string(now_ms - age_ms) + ")"),
+            SQLITE_OK);
+}
+
+TEST(Lease, OldHeartbeatFromAnotherHostIsTakenOver) {
+  TempDir d;
+  Store s = Store::open(d.file("attnc.db"));
+  forge_lease(d.file("attnc.db"), "k", "elsewhere", 60000);
+  auto r = s.get_or_build("k", [] { return make_kernel("k"); }, LeaseOptions{.stale_after = 30s});
+  EXPECT_TRUE(r.built_here);
+  EXPECT_EQ(s.stats().leases, 0);
+}
+
+TEST(Lease, LiveLeaseMakesWaiterTimeOutClearly) {
+  TempDir d;
+  Store s = Store::open(d.file("attnc.db"));
+  forge_lease(d.file("attnc.db"), "k", "elsewhere", 0);
+  bool built = false;
+  auto t0 = std::chrono::steady_clock::now();
+  try {
+    s.get_or_build("k", [&] {
+      built = true;
+      return make_kernel("k");
+    }, LeaseOptions{.poll_interval = 20ms, .wait_timeout = 300ms});
+    FAIL() << "did not time out";
+  } catch (const StoreError& e) {
+    EXPECT_EQ(e.code(), StoreErrc::Timeout);
+    std::string w = e.what();
+    EXPECT_NE(w.find("host elsewhere"), std::string::npos) << w;
+    EXPECT_NE(w.find("kernel k"), std::string::npos) << w;
+  }
+  EXPECT_FALSE(built);
+  EXPECT_GE(std::chrono::steady_clock::now() - t0, 300ms);
+}
+
+TEST(Lease, HeartbeatKeepsALongBuildAlive) {
+  TempDir d;
+  const std::string db = d.file("attnc.db");
+  Store s = Store::open(db);
+  LeaseOptions o{.heartbeat_interval = 50ms, .stale_after = 250ms, .poll_interval = 20ms};
+  std::atomic<int> builds{0};
+  std::atomic<bool> leased{false};
+  std::int64_t acquired = 0, beat = 0;
+  std::thread builder([&] {
+    s.get_or_build("k", [&] {
+      ++builds;
+      // Make the lease look like another host's, so that only its heartbeat can keep it alive
+      // (on this host the live pid alone would).
+      RawDb raw(db);
+      raw.exec("UPDATE leases SET host = 'elsewhere' WHERE key = 'k'");
+      leased = true;
+      std::this_thread::sleep_for(600ms);  // more than twice stale_after
+      acquired = raw.scalar("SELECT acquired_ms FROM leases WHERE key = 'k'");
+      beat = raw.scalar("SELECT heartbeat_ms FROM leases WHERE key = 'k'");
+      return make_kernel("k");
+    }, o);
+  });
+  while (!leased) std::this_thread::sleep_for(5ms);
+  Store other = Store::open(db);
+  auto r = other.get_or_build("k", [&] {
+    ++builds;
+    return make_kernel("k");
+  }, o);
+  builder.join();
+  EXPECT_EQ(builds, 1);
+  EXPECT_FALSE(r.built_here);
+  EXPECT_GE(beat - acquired, 400) << "heartbeat refreshed during the build";
+}
+
+TEST(Lease, FailedBuildReleasesTheLease) {
+  TempDir d;
+  Store s = Store::open(d.file("attnc.db"));
+  EXPECT_THROW(s.get_or_build("k", []() -> KernelRecord { throw std::runtime_error("nvrtc said no"); }),
+               std::runtime_error);
+  EXPECT_EQ(s.stats().leases, 0);
+  EXPECT_TRUE(s.get_or_build("k", [] { return make_kernel("k"); }).built_here);
+}
+
+TEST(Lease, InvalidBuildResultReleasesTheLease) {
+  TempDir d;
+  Store s = Store::open(d.file("attnc.db"));
+  EXPECT_THROW(s.get_or_build("k", [] {
+    auto k = make_kernel("k");
+    k.cubin = {'n', 'o', 'p', 'e'};
+    return k;
+  }), StoreError);
+  EXPECT_EQ(s.stats().leases, 0);
+}
+
+TEST(Lease, UnstorableResultIsStillReturned) {
+  TempDir d;
+  { Store::open(d.file("attnc.db")); }
+  Store s = Store::open(d.file("attnc.db"), OpenOptions{.max_db_bytes = 256 * 1024});
+  auto r = s.get_or_build("big", [] { return make_kernel("big", 1 << 20); });
+  EXPECT_TRUE(r.built_here);
+  EXPECT_FALSE(r.stored);
+  EXPECT_EQ(r.record.cubin.size(), 1u << 20);
+  EXPECT_NE(r.store_error.find("full"), std::string::npos) << r.store_error;
+  EXPECT_EQ(s.stats().leases, 0) << "the lease is released even though the row could not be written";
+  EXPECT_EQ(s.stats().kernels, 0);
+}
+
+}  // namespace
+}  // namespace attnc
