@@ -7,6 +7,7 @@
 #include "generator/embedded_templates.h"
 #include "generator/hash.h"
 #include "runtime/nvrtc_diagnostics.h"
+#include "runtime/cubin_info.h"
 #include "runtime/nvrtc_invoke.h"
 #include "runtime/thread_pool.h"
 
@@ -106,7 +107,15 @@ CompiledKernel compile_kernel(const KernelSource& source, const CompileOptions& 
   k.report = parse_ptxas_report(k.log, k.entry);
   k.compile_ms = out.elapsed_ms;
   k.key = kernel_key(source, options);
+  // NVRTC (12.9+) keeps a compile cache of its own; on its hits ptxas does not run and prints no
+  // report. The cubin itself then says whether the entry exists and how many registers it uses.
   if (!k.report.found()) {
+    if (auto info = cubin_kernel_info(k.cubin, k.entry)) {
+      k.report.registers = info->registers;
+      k.report.stack_bytes = std::max(info->frame_bytes, 0);
+      k.report.from_cubin = true;
+      return k;
+    }
     throw CompileError("compiled '" + source.entry + "' for " + arch +
                            " but the cubin has no entry of that name: the generated kernel must be declared "
                            "extern \"C\" __global__ void " + source.entry + "(...)\nptxas log:\n" + k.log,

@@ -15,6 +15,8 @@ struct PtxasReport {
   int spill_loads = 0;   // bytes
   int barriers = 0;
   std::string raw;       // the log lines about this entry, verbatim
+  bool from_cubin = false;  // ptxas printed nothing (an NVRTC cache hit): registers and stack were read
+                            // from the cubin; smem and spill counts are unknown
   bool found() const { return registers >= 0; }
 };
 

@@ -23,8 +23,10 @@ struct SmemTile {
   // plus compile-time row offsets, plus (c ^ x) * 16 bytes. Keeping it in this form stops the
   // compiler from holding one precomputed address per fragment in registers.
   __device__ static u32 row_base(const u16* tile, int row) { return smem_u32(tile) + 2u * row * COLS; }
+  // x < 8 only touches the low three bits of the chunk: the high part folds into the load's
+  // immediate offset and only (chunk % 8) ^ x, at most eight values, needs a register.
   __device__ static u32 frag_addr(u32 base, int row_off, int chunk, int x) {
-    return base + 2u * row_off * COLS + (u32(chunk ^ x) << 4);
+    return base + 2u * row_off * COLS + (u32(chunk & ~7) << 4) + (u32((chunk & 7) ^ x) << 4);
   }
 
   // Copy `valid_rows` rows (the rest zero-filled) of a global [rows, COLS] view with the given row

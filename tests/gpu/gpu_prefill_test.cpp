@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <ostream>
 #include <map>
 #include <memory>
 
@@ -24,6 +25,8 @@ struct Case {
   std::string config_json;  // overrides of the default config
   std::vector<int> lq, lk;
 };
+
+void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
 
 Spec make_spec(DType t, int d, int hq, int hkv, MaskSpec mask) {
   Spec s;

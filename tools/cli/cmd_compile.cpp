@@ -87,6 +87,7 @@ void run_compile(const CompileCmdOptions& o) {
     std::printf("%d compiled, %d from cache, %d skipped, %d failed (arch %s, cache %s)\n", compiled, cached,
                 skipped, failed, arch.c_str(), db.empty() ? "none" : db.c_str());
   }
+  std::fflush(stdout);  // keep the warning after the table when both go to one stream
   if (auto w = builder.cache_warning(); !w.empty()) std::fprintf(stderr, "attnc: warning: %s\n", w.c_str());
   if (failed || bad_specs || (o.strict && skipped)) throw Failed("");
 }

@@ -1,9 +1,13 @@
 // attnc: the command line. Each subcommand lives in its own cmd_*.cpp.
 #include <cstdio>
+#include <cstdlib>
 
 #include "tools/cli/cli_common.h"
 
 int main(int argc, char** argv) {
+  // attnc's SQLite store is the kernel cache. NVRTC's own compile cache (CUDA 12.9+) would only
+  // hide ptxas's resource report on its hits, so the command line turns it off unless asked.
+  setenv("CUDA_CACHE_DISABLE", "1", /*overwrite=*/0);
   CLI::App app{"attnc: attention-kernel compiler and autotuner (spec -> CUDA -> NVRTC -> cache)"};
   app.set_version_flag("--version", "attnc 0.1.0");
   app.require_subcommand(1);
