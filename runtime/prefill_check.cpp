@@ -98,7 +98,7 @@ std::string PrefillReport::summary() const {
   std::snprintf(buf, sizeof buf,
                 "%s max_abs_err=%.3g max_rel_err=%.3g rel_l2_err=%.3g lse_err=%.3g bad=%lld time=%.3f ms "
                 "%.1f TFLOP/s seed=%llu",
-                passed ? "PASS" : "FAIL", max_abs_err, max_rel_err, rel_l2_err, lse_max_abs_err, bad_elements,
+                !checked ? "UNCHECKED" : passed ? "PASS" : "FAIL", max_abs_err, max_rel_err, rel_l2_err, lse_max_abs_err, bad_elements,
                 time_ms, tflops, static_cast<unsigned long long>(seed));
   return buf;
 }
@@ -175,6 +175,7 @@ PrefillReport check_prefill(const KernelPlan& plan, const Kernel& kernel, const 
           if (!std::isnan(diff)) rep.lse_max_abs_err = std::max(rep.lse_max_abs_err, diff);
         }
     }
+    rep.checked = true;
     rep.passed = rep.bad_elements == 0;
   }
 
