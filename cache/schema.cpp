@@ -117,9 +117,31 @@ const std::vector<Migration>& migrations() {
 
 int version(sql::Conn& c) { return static_cast<int>(pragma_int(c, "PRAGMA user_version")); }
 
+namespace {
+
+// What ensure() decides on, read from one snapshot of the file. Read one by one (each its own
+// implicit read transaction), they could straddle another process's commit of the migration: a
+// process creating the file at the same time as others would then see user_version 0 (before)
+// beside a non-empty sqlite_master (after) and take our own fresh cache for a foreign database.
+struct Header {
+  std::int64_t version = 0, application_id = 0, objects = 0;
+};
+
+Header read_header(sql::Conn& c) {
+  sql::Txn txn(c, sql::Txn::Deferred);  // the first read below fixes the snapshot for all three
+  Header h;
+  h.version = pragma_int(c, "PRAGMA user_version");
+  h.application_id = pragma_int(c, "PRAGMA application_id");
+  h.objects = pragma_int(c, "SELECT count(*) FROM sqlite_master");
+  txn.commit();
+  return h;
+}
+
+}  // namespace
+
 void ensure(sql::Conn& c, bool read_only) {
-  std::int64_t v = pragma_int(c, "PRAGMA user_version");
-  std::int64_t app = pragma_int(c, "PRAGMA application_id");
+  const Header h = read_header(c);
+  const std::int64_t v = h.version, app = h.application_id;
   if (v > kVersion) {
     throw StoreError(StoreErrc::Schema, c.path(),
                      "schema version " + std::to_string(v) + " is newer than this attnc knows (" +
@@ -127,7 +149,7 @@ void ensure(sql::Conn& c, bool read_only) {
   }
   if (v > 0 && app != kApplicationId) not_ours(c, app);
   if (v == kVersion) return;
-  if (v == 0 && pragma_int(c, "SELECT count(*) FROM sqlite_master") > 0) not_ours(c, app);
+  if (v == 0 && h.objects > 0) not_ours(c, app);
   if (read_only) {
     throw StoreError(StoreErrc::Schema, c.path(),
                      v == 0 ? "is not an attnc cache yet (empty); open it read-write once to create it"

@@ -1,5 +1,6 @@
 #include "runtime/kernel_builder.h"
 
+#include <algorithm>
 #include <future>
 
 #include "runtime/thread_pool.h"
@@ -48,7 +49,8 @@ KernelRecord KernelBuilder::compile_record(const KernelSource& src, const std::s
   r.cubin = c.cubin;
   r.cubin_bytes = static_cast<std::int64_t>(c.cubin.size());
   r.registers = c.report.registers;
-  r.smem_bytes = c.report.smem_bytes;
+  // What a launch needs: static shared memory (ptxas) plus the plan's dynamic shared memory.
+  r.smem_bytes = std::max(c.report.smem_bytes, 0) + src.launch.smem_bytes;
   r.spill_stores = c.report.spill_stores;
   r.spill_loads = c.report.spill_loads;
   r.compile_ms = c.compile_ms;

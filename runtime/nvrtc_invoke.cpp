@@ -46,7 +46,7 @@ NvrtcOutcome execute(Job& job) {
   if (nvrtcGetProgramLogSize(prog, &n) == NVRTC_SUCCESS && n > 1) {
     out.log.resize(n);
     nvrtcGetProgramLog(prog, out.log.data());
-    out.log.resize(n - 1);  // drop the NUL
+    while (!out.log.empty() && out.log.back() == '\0') out.log.pop_back();  // NVRTC may end it with more than one NUL
   }
   if (out.status == NVRTC_SUCCESS) {
     n = 0;

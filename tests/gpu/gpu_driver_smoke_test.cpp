@@ -11,8 +11,10 @@
 #include "attnc/params.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/device.h"
+#include "runtime/half.h"
 #include "runtime/module.h"
 #include "runtime/nvrtc_compiler.h"
+#include "tests/unit/runtime/test_kernels.h"
 
 namespace attnc {
 namespace {
@@ -114,38 +116,13 @@ TEST_F(DriverSmoke, AxpyOnRandomInputWithPoisonedOutput) {
 }
 
 // fp16 bits of a small integer (exact in fp16).
-std::uint16_t half_of(int v) {
-  if (v == 0) return 0;
-  const std::uint16_t sign = v < 0 ? 0x8000 : 0;
-  unsigned m = static_cast<unsigned>(v < 0 ? -v : v);
-  int e = 0;
-  while ((m >> e) > 1) ++e;  // m = 1.f * 2^e
-  const unsigned frac = (m << (10 - e)) & 0x3ff;
-  return static_cast<std::uint16_t>(sign | ((e + 15) << 10) | frac);
-}
+std::uint16_t half_of(int v) { return float_to_fp16(float(v)); }
 
 // mma.sync m16n8k16 through inline PTX, parameters in the shared PrefillParams struct: checks the
 // fragment layout the prefill_sm80 family relies on, and that host and NVRTC agree on the struct.
 TEST_F(DriverSmoke, MmaTileMatchesHost) {
-  const char* text = R"(#include "attnc/params.h"
-extern "C" __global__ void attnc_smoke_mma(const attnc::PrefillParams p) {
-  const unsigned* a = static_cast<const unsigned*>(p.q);
-  const unsigned* b = static_cast<const unsigned*>(p.k);
-  float* d = static_cast<float*>(p.o);
-  const int lane = threadIdx.x & 31;
-  float c0 = 0.f, c1 = 0.f, c2 = 0.f, c3 = 0.f;
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-      : "+f"(c0), "+f"(c1), "+f"(c2), "+f"(c3)
-      : "r"(a[lane * 4 + 0]), "r"(a[lane * 4 + 1]), "r"(a[lane * 4 + 2]), "r"(a[lane * 4 + 3]),
-        "r"(b[lane * 2 + 0]), "r"(b[lane * 2 + 1]));
-  d[lane * 4 + 0] = c0 * p.scale_log2;
-  d[lane * 4 + 1] = c1 * p.scale_log2;
-  d[lane * 4 + 2] = c2 * p.scale_log2;
-  d[lane * 4 + 3] = c3 * p.scale_log2;
-}
-)";
-  const auto k = compile_kernel(source("attnc_smoke_mma", text));
+  // The same mma kernel the compiler unit tests build (tests/unit/runtime/test_kernels.h).
+  const auto k = compile_kernel(test::mma_kernel(device_->arch(), "attnc_smoke_mma"));
   Module module(k.cubin);
 
   std::mt19937 rng(7);

@@ -2,6 +2,7 @@
 #include <chrono>
 #include <cstdio>
 #include <ctime>
+#include <filesystem>
 
 #include "cache/store.h"
 #include "tools/cli/cli_common.h"
@@ -122,11 +123,12 @@ void cache_gc(const CacheOptions& o) {
 void cache_export(const CacheOptions& o) {
   Store st = open_store(o, OpenMode::ReadOnly);
   st.export_to(o.out, o.with_kernels);
-  std::printf("exported %s%s to %s\n", "specs and tuning records", o.with_kernels ? " and kernels" : "",
-              o.out.c_str());
+  std::printf("exported specs, tuning records%s to %s\n", o.with_kernels ? " and kernels" : "", o.out.c_str());
 }
 
 void cache_import(const CacheOptions& o) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(o.in, ec)) throw Failed("cache import: " + o.in + ": no such database file");
   Store st = open_store(o);
   const ImportReport r = st.import_from(o.in);
   std::printf("kernels: %lld added, %lld present; specs: %lld added, %lld present; tuning: %lld added, "
@@ -164,7 +166,7 @@ void add_cache(CLI::App& app) {
   ex->add_option("out", o->out, "the new database file")->required();
   ex->add_flag("--with-kernels", o->with_kernels, "include cubins");
   auto* im = sub("import", "Merge an exported database into this cache", cache_import);
-  im->add_option("in", o->in, "the database file to merge")->required()->check(CLI::ExistingFile);
+  im->add_option("in", o->in, "the database file to merge")->required();
 }
 
 }  // namespace attnc::cli

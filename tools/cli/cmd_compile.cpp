@@ -70,7 +70,7 @@ void run_compile(const CompileCmdOptions& o) {
       const KernelRecord& k = out.kernel->record;
       const bool fresh = out.kernel->origin == KernelOrigin::compiled;
       (fresh ? compiled : cached)++;
-      const int smem = out.kernel->source.launch.smem_bytes + std::max(k.smem_bytes, 0);
+      const int smem = k.smem_bytes;  // static + dynamic
       table.add({r.spec, r.kernel, k.entry, std::to_string(k.registers), std::to_string(smem),
                  std::to_string(k.spill_stores + k.spill_loads), fresh ? fmt(k.compile_ms, 0) : "-",
                  to_string(out.kernel->origin)});

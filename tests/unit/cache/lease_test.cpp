@@ -91,6 +91,34 @@ TEST(Lease, TwoProcessesBuildEachKeyOnce) { race(2, 20, true); }
 TEST(Lease, EightProcessesBuildEachKeyOnce) { race(8, 20, true); }
 TEST(Lease, EightProcessesCreatingTheFileTogether) { race(8, 10, false); }
 
+// The opening half of the test above, many times over and with nothing else to do, so that the
+// processes' schema checks overlap the first one's migration as often as possible: every process
+// must accept the cache that another one has just created (it once read user_version before and
+// sqlite_master after that commit, and called the fresh file "not an attnc cache").
+TEST(Lease, EightProcessesOpeningNewFilesTogether) {
+  for (int round = 0; round < 40; ++round) {
+    TempDir d;
+    const std::string db = d.file("attnc.db");
+    int gun[2];
+    ASSERT_EQ(pipe(gun), 0);
+    std::vector<pid_t> kids;
+    for (int p = 0; p < 8; ++p) {
+      kids.push_back(spawn([&] {
+        close(gun[1]);
+        char c;
+        if (read(gun[0], &c, 1) != 0) return 2;
+        Store s = Store::open(db);
+        return s.stats().schema_version == 1 ? 0 : 3;
+      }));
+    }
+    close(gun[0]);
+    close(gun[1]);
+    for (pid_t k : kids) EXPECT_EQ(wait_exit(k), 0) << "round " << round;
+    if (HasFailure()) return;
+    EXPECT_TRUE(Store::open(db).verify().ok());
+  }
+}
+
 TEST(Lease, HitDoesNotBuild) {
   TempDir d;
   Store s = Store::open(d.file("attnc.db"));
