@@ -42,6 +42,12 @@ std::vector<int> parse_lengths(const std::string& text, const char* flag) {
 
 void run_run(const RunOptions& o) {
   const Spec s = load_spec(o.spec);
+  // Arguments first, so a bad call is reported the same with or without a GPU.
+  PrefillCase c;
+  c.seqlens_q = parse_lengths(o.seqlens, "--seqlens");
+  if (!o.seqlens_k.empty()) c.seqlens_k = parse_lengths(o.seqlens_k, "--seqlens-k");
+  if (!c.seqlens_k.empty() && c.seqlens_k.size() != c.seqlens_q.size())
+    throw Failed("--seqlens-k must list as many lengths as --seqlens");
   if (Device::count() == 0) throw Failed("attnc run needs a GPU: " + Driver::get().error());
   Device dev(0);
   dev.make_current();
@@ -57,11 +63,6 @@ void run_run(const RunOptions& o) {
   Kernel kernel = module.kernel(built.record.entry);
   kernel.reserve_dynamic_smem(prefill->plan->smem_bytes);
 
-  PrefillCase c;
-  c.seqlens_q = parse_lengths(o.seqlens, "--seqlens");
-  if (!o.seqlens_k.empty()) c.seqlens_k = parse_lengths(o.seqlens_k, "--seqlens-k");
-  if (!c.seqlens_k.empty() && c.seqlens_k.size() != c.seqlens_q.size())
-    throw Failed("--seqlens-k must list as many lengths as --seqlens");
   c.seed = o.seed;
   c.check = o.check;
   c.timing_reps = o.reps;
