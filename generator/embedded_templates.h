@@ -9,7 +9,7 @@
 namespace attnc {
 
 struct EmbeddedFile {
-  std::string_view path;  // relative to templates/, e.g. "attnc/prefill_sm80.cuh"
+  std::string_view path;  // relative to templates/, e.g. "attnc/attention_sm80.cuh"
   std::string_view text;
 };
 

@@ -12,7 +12,10 @@
 
 namespace attnc {
 
-enum class KernelKind { prefill, decode, merge, cache_write };
+// prefill: varlen Q/K/V, contiguous K/V. prefill_paged: K/V read from a paged cache. decode: paged,
+// query heads of one kv head packed into the rows of a tile, split-KV with a combine entry.
+// merge: merge_attn_states. cache_write: reshape_and_cache_flash.
+enum class KernelKind { prefill, prefill_paged, decode, merge, cache_write };
 const char* to_string(KernelKind);
 std::vector<KernelKind> kernels_of(const Spec&);
 
@@ -49,6 +52,11 @@ struct KernelPlan {
   int mask_kind = 0;        // 0 none, 1 causal, 2 sliding window (templates/attnc/features/mask.cuh)
   bool softcap = false;
   int lse = 0;              // 0 none, 1 base e, 2 base 2
+  int alibi = 0;            // 0 none, 1 linear, 2 sqrt
+  bool sinks = false;
+  bool paged = false;       // K/V from a paged cache
+  bool pack_gqa = false;    // rows of a tile are (token, q head of the group) pairs
+  bool split_kv = false;    // runtime num_splits > 1 allowed (partials + combine entry)
 
   // Launch shape.
   int threads = 0;

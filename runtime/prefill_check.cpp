@@ -11,7 +11,7 @@
 #include "runtime/device.h"
 #include "runtime/half.h"
 #include "runtime/module.h"
-#include "runtime/prefill_args.h"
+#include "runtime/attention_args.h"
 #include "runtime/reference.h"
 
 namespace attnc {
@@ -129,7 +129,7 @@ PrefillReport check_prefill(const KernelPlan& plan, const Kernel& kernel, const 
   o.memset(0xff);    // NaN in bf16 and fp16
   lse.memset(0xff);  // NaN in fp32
 
-  PrefillArgs a;
+  AttentionArgs a;
   a.q = q.as(); a.k = k.as(); a.v = v.as(); a.o = o.as();
   a.lse = plan.lse ? lse.as<float>() : nullptr;
   a.cu_seqlens_q = cuq.as<int>();
@@ -138,9 +138,9 @@ PrefillReport check_prefill(const KernelPlan& plan, const Kernel& kernel, const 
   a.max_seqlen_q = *std::max_element(lq.begin(), lq.end());
   a.total_q = total_q;
   a.softmax_scale = c.softmax_scale;
-  const PrefillParams params = make_prefill_params(plan, a);
-  const GridDims g = prefill_grid(plan, a);
-  const Dim3 grid{g.x, g.y, g.z}, block{unsigned(plan.threads), 1, 1};
+  const AttentionLaunch launch = prepare_attention(plan, a);
+  const AttentionParams& params = launch.params;
+  const Dim3 grid{launch.grid.x, launch.grid.y, launch.grid.z}, block{unsigned(plan.threads), 1, 1};
   Stream stream;
   kernel.launch(grid, block, plan.smem_bytes, stream.handle(), &params);
   stream.synchronize();

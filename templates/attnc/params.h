@@ -5,11 +5,33 @@
 
 namespace attnc {
 
-// Varlen prefill over contiguous Q/K/V:
-//   q [total_q, Hq, D], k [total_k, Hkv, D], v [total_k, Hkv, Dv], o [total_q, Hq, Dv]
-//   cu_seqlens_q/k [batch + 1] int32 prefix sums (device memory)
+// Attention forward (families prefill_sm80 and decode_split):
+//   q [total_q, Hq, D], o [total_q, Hq, Dv] (any row/head strides)
 //   lse: [Hq, total_q] (head-major) or [total_q, Hq] (token-major) fp32, or null
-struct PrefillParams {
+//
+// Query lengths: cu_seqlens_q [batch + 1] int32 prefix sums; null means one query token per request
+// (plain decode: request b's token is row b).
+//
+// K/V, contiguous (compiled without kPaged): k [total_k, Hkv, D], v [total_k, Hkv, Dv], lengths from
+// cu_seqlens_k.
+//
+// K/V, paged (compiled with kPaged): token t of a request lives in page pages[t / page_size] at slot
+// t % page_size; element (page, slot, head, d) of K is at k + page * k_block_stride + slot *
+// k_row_stride + head * k_head_stride + d (V alike). This covers vLLM's (2, nb, bs, Hkv, D), the
+// int8 fork's (2, nb, Hkv, bs, D) and FlashInfer's (nb, 2, bs|Hkv, ...) by strides alone.
+// The page list and KV length of request b come from exactly one of three forms:
+//   kv_indptr set   (FlashInfer): pages = kv_indices + kv_indptr[b] (indptr need not start at 0),
+//                   length = (kv_indptr[b+1] - kv_indptr[b] - 1) * page_size + kv_last_page_len[b]
+//   seqused_k set   (FlashAttention): pages = block_table + b * block_table_stride,
+//                   length = seqused_k[b]
+//   otherwise       (the int8 fork): pages = block_table + b * block_table_stride,
+//                   length = cu_seqlens_k[b+1] - cu_seqlens_k[b]
+//
+// Split-KV (num_splits > 1): the KV range of each (request, kv head) is cut into num_splits parts;
+// part s writes unnormalised-free partial results o_partial [num_splits, total_q, Hq, Dv] (fp32,
+// normalised within the part) and lse_partial [num_splits, total_q, Hq] (fp32, base 2), and the
+// combine entry merges them into o and lse. num_splits == 1 writes o and lse directly.
+struct AttentionParams {
   const void* q;
   const void* k;
   const void* v;
@@ -17,6 +39,16 @@ struct PrefillParams {
   float* lse;
   const int* cu_seqlens_q;
   const int* cu_seqlens_k;
+
+  // Paged KV.
+  const int* seqused_k;
+  const int* block_table;
+  long long block_table_stride;  // in ints
+  const int* kv_indptr;
+  const int* kv_indices;
+  const int* kv_last_page_len;
+  int page_size;                 // tokens per page, a multiple of 16
+  long long k_block_stride, v_block_stride;
 
   long long q_row_stride, q_head_stride;
   long long k_row_stride, k_head_stride;
@@ -28,12 +60,21 @@ struct PrefillParams {
   int num_q_heads;
   int num_kv_heads;
   int max_seqlen_q;          // bounds the grid; lengths themselves come from cu_seqlens
+  int total_q;               // rows of q (partials are indexed by it)
 
   float scale_log2;          // softmax_scale * log2(e): scores are kept in base 2
   float softcap;             // cap > 0 when the spec has softcap
   float softcap_inv_scale;   // softmax_scale / cap
   int window_left;           // -1 = unbounded (used by sliding-window masks)
   int window_right;
+
+  const float* alibi_slopes;       // [Hq] or [batch, Hq] (alibi_batch_stride), natural-log units
+  long long alibi_batch_stride;    // 0: one slope per head for every request
+  const float* sinks;              // [Hq] raw logits (not scaled), natural-log units
+
+  int num_splits;                  // >= 1
+  float* o_partial;
+  float* lse_partial;
 };
 
 }  // namespace attnc

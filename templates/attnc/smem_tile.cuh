@@ -29,24 +29,36 @@ struct SmemTile {
     return base + 2u * row_off * COLS + (u32(chunk & ~7) << 4) + (u32((chunk & 7) ^ x) << 4);
   }
 
-  // Copy `valid_rows` rows (the rest zero-filled) of a global [rows, COLS] view with the given row
-  // stride into the tile, all NTHREADS threads taking part; one cp.async group is left open.
-  template <int NTHREADS>
-  __device__ static void load_async(u16* tile, const u16* src, long long row_stride, int valid_rows,
-                                    int tid) {
+  // Copy rows [0, valid_rows) of a global view into the tile, all NTHREADS threads taking part;
+  // one cp.async group is left open. row_ptr(r) gives row r's first element in global memory (so
+  // paged and gathered rows load like contiguous ones). Chunks [0, VALID_CHUNKS) are copied,
+  // chunks [VALID_CHUNKS, LOAD_CHUNKS) and rows past valid_rows are zero-filled, chunks from
+  // LOAD_CHUNKS on are left alone (nothing reads them).
+  template <int NTHREADS, int LOAD_CHUNKS = kChunksPerRow, int VALID_CHUNKS = LOAD_CHUNKS, class RowPtr>
+  __device__ static void load_rows_async(u16* tile, const RowPtr& row_ptr, const u16* any_valid,
+                                         int valid_rows, int tid) {
+    static_assert(VALID_CHUNKS <= LOAD_CHUNKS && LOAD_CHUNKS <= kChunksPerRow, "chunks within the row");
     const u32 base = smem_u32(tile);
 #pragma unroll
-    for (int i = tid; i < ROWS * kChunksPerRow; i += NTHREADS) {
-      const int row = i / kChunksPerRow, chunk = i % kChunksPerRow;
-      const bool ok = row < valid_rows;
-      const u16* g = ok ? src + row * row_stride + chunk * 8 : src;
+    for (int i = tid; i < ROWS * LOAD_CHUNKS; i += NTHREADS) {
+      const int row = i / LOAD_CHUNKS, chunk = i % LOAD_CHUNKS;
+      const bool ok = row < valid_rows && chunk < VALID_CHUNKS;
+      const u16* g = ok ? row_ptr(row) + chunk * 8 : any_valid;
       cp_async_16(base + 2u * offset(row, chunk * 8), g, ok);
     }
   }
 
-  // Store the first `valid_rows` rows, columns [0, OUT_COLS), to global memory in 16-byte pieces.
-  template <int NTHREADS, int OUT_COLS = COLS>
-  __device__ static void store(const u16* tile, u16* dst, long long row_stride, int valid_rows, int tid) {
+  // The contiguous case: rows `row_stride` elements apart from `src`.
+  template <int NTHREADS, int LOAD_CHUNKS = kChunksPerRow, int VALID_CHUNKS = LOAD_CHUNKS>
+  __device__ static void load_async(u16* tile, const u16* src, long long row_stride, int valid_rows, int tid) {
+    load_rows_async<NTHREADS, LOAD_CHUNKS, VALID_CHUNKS>(
+        tile, [&](int r) { return src + r * row_stride; }, src, valid_rows, tid);
+  }
+
+  // Store the first `valid_rows` rows, columns [0, OUT_COLS), to global memory in 16-byte pieces;
+  // row_ptr(r) gives row r's destination.
+  template <int NTHREADS, int OUT_COLS, class RowPtr>
+  __device__ static void store_rows(const u16* tile, const RowPtr& row_ptr, int valid_rows, int tid) {
     static_assert(OUT_COLS % 8 == 0 && OUT_COLS <= COLS, "whole 16-byte chunks of the tile");
     constexpr int kOutChunks = OUT_COLS / 8;
 #pragma unroll
@@ -54,7 +66,7 @@ struct SmemTile {
       const int row = i / kOutChunks, chunk = i % kOutChunks;
       if (row < valid_rows) {
         const uint4 v = *reinterpret_cast<const uint4*>(tile + offset(row, chunk * 8));
-        *reinterpret_cast<uint4*>(dst + row * row_stride + chunk * 8) = v;
+        *reinterpret_cast<uint4*>(row_ptr(row) + chunk * 8) = v;
       }
     }
   }

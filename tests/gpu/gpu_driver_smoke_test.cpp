@@ -118,7 +118,7 @@ TEST_F(DriverSmoke, AxpyOnRandomInputWithPoisonedOutput) {
 // fp16 bits of a small integer (exact in fp16).
 std::uint16_t half_of(int v) { return float_to_fp16(float(v)); }
 
-// mma.sync m16n8k16 through inline PTX, parameters in the shared PrefillParams struct: checks the
+// mma.sync m16n8k16 through inline PTX, parameters in the shared AttentionParams struct: checks the
 // fragment layout the prefill_sm80 family relies on, and that host and NVRTC agree on the struct.
 TEST_F(DriverSmoke, MmaTileMatchesHost) {
   // The same mma kernel the compiler unit tests build (tests/unit/runtime/test_kernels.h).
@@ -148,7 +148,7 @@ TEST_F(DriverSmoke, MmaTileMatchesHost) {
   auto da = DeviceBuffer::from(a_regs), db = DeviceBuffer::from(b_regs);
   DeviceBuffer dd(32 * 4 * sizeof(float));
   dd.memset(0xff);
-  PrefillParams p{};
+  AttentionParams p{};
   p.q = da.as();
   p.k = db.as();
   p.o = dd.as();

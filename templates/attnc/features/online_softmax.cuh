@@ -46,12 +46,24 @@ struct OnlineSoftmax {
   }
 
   // Quad-reduce the sums; returns 1/sum (0 for an empty row) and the base-2 LSE per row.
-  __device__ void finish(float (&inv_sum)[ROWS], float (&lse2)[ROWS]) {
+  // With sinks (attention-semantics.md §1.7) each row's sink logit (base 2) joins the normaliser
+  // only: sum' = sum * 2^(m - m') + 2^(sink - m'), m' = max(m, sink); a fully masked row then
+  // gives output 0 and LSE = sink.
+  template <bool SINKS = false>
+  __device__ void finish(float (&inv_sum)[ROWS], float (&lse2)[ROWS], const float (&sink2)[ROWS] = {}) {
 #pragma unroll
     for (int r = 0; r < ROWS; ++r) {
-      const float sum = quad_sum(row_sum[r]);
-      inv_sum[r] = sum > 0.f ? 1.f / sum : 0.f;
-      lse2[r] = sum > 0.f ? row_max[r] + fast_log2(sum) : neg_inf();
+      float sum = quad_sum(row_sum[r]);
+      float m = row_max[r];
+      float out_scale = 1.f;
+      if constexpr (SINKS) {
+        const float mm = fmaxf(m, sink2[r]);
+        out_scale = sum > 0.f ? fast_exp2(m - mm) : 0.f;
+        sum = sum * out_scale + fast_exp2(sink2[r] - mm);
+        m = mm;
+      }
+      inv_sum[r] = sum > 0.f ? out_scale / sum : 0.f;
+      lse2[r] = sum > 0.f ? m + fast_log2(sum) : neg_inf();
     }
   }
 };

@@ -17,7 +17,7 @@ inline KernelSource mma_kernel(const std::string& arch, const std::string& entry
   s.arch = arch;
   s.source = R"(#include "attnc/params.h"
 
-extern "C" __global__ void )" + entry + R"((const attnc::PrefillParams p) {
+extern "C" __global__ void )" + entry + R"((const attnc::AttentionParams p) {
   const unsigned* a = static_cast<const unsigned*>(p.q);
   const unsigned* b = static_cast<const unsigned*>(p.k);
   float* d = static_cast<float*>(p.o);

@@ -1,10 +1,10 @@
-// make_prefill_params checks every argument of a prefill call before any launch and names what
+// prepare_attention checks every argument of an attention call before any launch and names what
 // is wrong; good arguments give the strides and scalars the kernel expects.
 #include <gtest/gtest.h>
 
 #include <cmath>
 
-#include "runtime/prefill_args.h"
+#include "runtime/attention_args.h"
 
 namespace attnc {
 namespace {
@@ -23,8 +23,8 @@ Spec llama(LseLayout lse = LseLayout::none, float softcap = 0) {
 }
 
 // Fake but aligned device addresses: only checked, never dereferenced.
-PrefillArgs good_args() {
-  PrefillArgs a;
+AttentionArgs good_args() {
+  AttentionArgs a;
   a.q = reinterpret_cast<const void*>(0x10000);
   a.k = reinterpret_cast<const void*>(0x20000);
   a.v = reinterpret_cast<const void*>(0x30000);
@@ -37,42 +37,42 @@ PrefillArgs good_args() {
   return a;
 }
 
-void expect_bad(const KernelPlan& plan, const PrefillArgs& a, const std::string& what) {
+void expect_bad(const KernelPlan& plan, const AttentionArgs& a, const std::string& what) {
   try {
-    make_prefill_params(plan, a);
+    prepare_attention(plan, a);
     ADD_FAILURE() << "accepted; expected an error containing: " << what;
   } catch (const BadCall& e) {
     EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
   }
 }
 
-TEST(PrefillArgs, GoodCallGivesContiguousStridesAndBase2Scale) {
+TEST(AttentionArgs, GoodCallGivesContiguousStridesAndBase2Scale) {
   const KernelPlan plan = plan_for(llama());
-  const PrefillParams p = make_prefill_params(plan, good_args());
+  const AttentionParams p = prepare_attention(plan, good_args()).params;
   EXPECT_EQ(p.q_row_stride, 32 * 128);
   EXPECT_EQ(p.k_row_stride, 8 * 128);
   EXPECT_EQ(p.o_head_stride, 128);
   EXPECT_FLOAT_EQ(p.scale_log2, 1.4426950408889634f / std::sqrt(128.f));
-  const GridDims g = prefill_grid(plan, good_args());
+  const GridDims g = prepare_attention(plan, good_args()).grid;
   EXPECT_EQ(g.x, 3u);  // ceil(300 / 128)
   EXPECT_EQ(g.y, 32u);
   EXPECT_EQ(g.z, 2u);
 }
 
-TEST(PrefillArgs, LseStridesFollowTheLayout) {
-  PrefillArgs a = good_args();
+TEST(AttentionArgs, LseStridesFollowTheLayout) {
+  AttentionArgs a = good_args();
   a.lse = reinterpret_cast<float*>(0x70000);
-  const PrefillParams hm = make_prefill_params(plan_for(llama(LseLayout::head_major)), a);
+  const AttentionParams hm = prepare_attention(plan_for(llama(LseLayout::head_major)), a).params;
   EXPECT_EQ(hm.lse_row_stride, 1);
   EXPECT_EQ(hm.lse_head_stride, 400);
-  const PrefillParams tm = make_prefill_params(plan_for(llama(LseLayout::token_major)), a);
+  const AttentionParams tm = prepare_attention(plan_for(llama(LseLayout::token_major)), a).params;
   EXPECT_EQ(tm.lse_row_stride, 32);
   EXPECT_EQ(tm.lse_head_stride, 1);
 }
 
-TEST(PrefillArgs, BadCallsNameTheProblem) {
+TEST(AttentionArgs, BadCallsNameTheProblem) {
   const KernelPlan plan = plan_for(llama());
-  PrefillArgs a = good_args();
+  AttentionArgs a = good_args();
   a.batch = 0;
   expect_bad(plan, a, "batch must be >= 1, got 0");
   a = good_args();
@@ -83,10 +83,10 @@ TEST(PrefillArgs, BadCallsNameTheProblem) {
   expect_bad(plan, a, "k must be 16-byte aligned");
   a = good_args();
   a.v_row_stride = 1028;
-  expect_bad(plan, a, "v strides must be multiples of 8 elements (16 bytes); got row 1028");
+  expect_bad(plan, a, "v strides must be multiples of 8 elements (16 bytes), got 1028");
   a = good_args();
   a.cu_seqlens_k = nullptr;
-  expect_bad(plan, a, "cu_seqlens_q and cu_seqlens_k are required");
+  expect_bad(plan, a, "cu_seqlens_k is required with contiguous K/V");
   a = good_args();
   a.lse = reinterpret_cast<float*>(0x70000);
   expect_bad(plan, a, "lse given but the spec has lse.layout none");

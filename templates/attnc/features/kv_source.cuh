@@ -1,0 +1,67 @@
+// Where key token n of one (request, kv head) lives: contiguous varlen rows, or a paged cache in
+// any of the three page-table forms (see AttentionParams in attnc/params.h). Every family loads
+// K/V tiles through this piece, so the layouts are written once.
+#pragma once
+
+#include "attnc/params.h"
+#include "attnc/ptx.cuh"
+
+namespace attnc {
+
+template <bool PAGED>
+struct KvSource;
+
+template <>
+struct KvSource<false> {
+  const u16* k;
+  const u16* v;
+  long long k_row, v_row;
+  int sk;  // KV length of the request
+
+  __device__ KvSource(const AttentionParams& p, int seq, int kv_head) {
+    const int begin = p.cu_seqlens_k[seq];
+    sk = p.cu_seqlens_k[seq + 1] - begin;
+    k_row = p.k_row_stride;
+    v_row = p.v_row_stride;
+    k = static_cast<const u16*>(p.k) + begin * k_row + kv_head * p.k_head_stride;
+    v = static_cast<const u16*>(p.v) + begin * v_row + kv_head * p.v_head_stride;
+  }
+  __device__ const u16* k_at(int n) const { return k + n * k_row; }
+  __device__ const u16* v_at(int n) const { return v + n * v_row; }
+};
+
+template <>
+struct KvSource<true> {
+  const u16* k;
+  const u16* v;
+  const int* pages;  // physical page of each logical page of the request
+  int page_size;
+  long long k_row, v_row, k_block, v_block;
+  int sk;
+
+  __device__ KvSource(const AttentionParams& p, int seq, int kv_head) {
+    page_size = p.page_size;
+    if (p.kv_indptr) {
+      const int lo = p.kv_indptr[seq], hi = p.kv_indptr[seq + 1];
+      pages = p.kv_indices + lo;
+      sk = hi > lo ? (hi - lo - 1) * page_size + p.kv_last_page_len[seq] : 0;
+    } else {
+      pages = p.block_table + seq * p.block_table_stride;
+      sk = p.seqused_k ? p.seqused_k[seq] : p.cu_seqlens_k[seq + 1] - p.cu_seqlens_k[seq];
+    }
+    k_row = p.k_row_stride; v_row = p.v_row_stride;
+    k_block = p.k_block_stride; v_block = p.v_block_stride;
+    k = static_cast<const u16*>(p.k) + kv_head * p.k_head_stride;
+    v = static_cast<const u16*>(p.v) + kv_head * p.v_head_stride;
+  }
+  __device__ const u16* k_at(int n) const {
+    const int lp = n / page_size;
+    return k + pages[lp] * k_block + (n - lp * page_size) * k_row;
+  }
+  __device__ const u16* v_at(int n) const {
+    const int lp = n / page_size;
+    return v + pages[lp] * v_block + (n - lp * page_size) * v_row;
+  }
+};
+
+}  // namespace attnc
