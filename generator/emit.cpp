@@ -38,7 +38,8 @@ std::string emit_attention(const KernelPlan& p, const std::string& entry) {
     << "};\n\n"
     << "static_assert(attnc::AttentionSm80<Traits>::kSmemBytes == " << p.smem_bytes
     << ", \"host and template disagree on shared memory\");\n\n"
-    << "extern \"C\" __global__ void __launch_bounds__(" << p.threads << ")\n"
+    // minBlocksPerSM 1: without it ptxas may cap 128-thread kernels at 128 registers and spill.
+    << "extern \"C\" __global__ void __launch_bounds__(" << p.threads << ", 1)\n"
     << entry << "(const attnc::AttentionParams params) {\n"
     << "  extern __shared__ __align__(128) unsigned short smem[];\n"
     << "  attnc::AttentionSm80<Traits>::run(params, smem);\n"

@@ -87,13 +87,13 @@ struct AttentionSm80 {
     auto load_kv = [&](int tile) {
       const int n0 = n_begin + tile * BN, stage = tile % STAGES;
       KTile::template load_rows_async<NTHREADS, 2 * KSTEPS, D / 8>(
-          sK + stage * KTile::kElems, [&](int r) { return kv.k_at(n0 + r); }, kv.k, sk - n0, tid);
+          sK + stage * KTile::kElems, kv.k_rows(n0), sk - n0, tid);
       VTile::template load_rows_async<NTHREADS, 2 * DV16, DV / 8>(
-          sV + stage * VTile::kElems, [&](int r) { return kv.v_at(n0 + r); }, kv.v, sk - n0, tid);
+          sV + stage * VTile::kElems, kv.v_rows(n0), sk - n0, tid);
     };
 
     // Prologue: Q with the first tile, then the rest of the pipeline's depth, one group each.
-    QTile::template load_rows_async<NTHREADS, 2 * KSTEPS, D / 8>(sQ, q_row, q, rows_here, tid);
+    QTile::template load_rows_async<NTHREADS, 2 * KSTEPS, D / 8>(sQ, q_row, rows_here, tid);
     if (n_tiles > 0) load_kv(0);
     cp_async_commit();
 #pragma unroll
@@ -242,7 +242,7 @@ struct AttentionSm80 {
 
   // One split's normalised partial output (fp32) and base-2 LSE, straight from registers.
   template <class Rows>
-  __device__ static void store_partial(const AttentionParams& p, int split, int q_begin, const Rows& rows, int row0,
+  __device__ __forceinline__ static void store_partial(const AttentionParams& p, int split, int q_begin, const Rows& rows, int row0,
                                        int col0, int rows_here, const float (&acc_o)[2 * DV16][4],
                                        const float (&inv_sum)[2], const float (&lse2)[2]) {
     const int lane = threadIdx.x % 32;

@@ -33,12 +33,14 @@ struct SmemTile {
   // one cp.async group is left open. row_ptr(r) gives row r's first element in global memory (so
   // paged and gathered rows load like contiguous ones). Chunks [0, VALID_CHUNKS) are copied,
   // chunks [VALID_CHUNKS, LOAD_CHUNKS) and rows past valid_rows are zero-filled, chunks from
-  // LOAD_CHUNKS on are left alone (nothing reads them).
+  // LOAD_CHUNKS on are left alone (nothing reads them). Row 0 must be valid: zero-filled copies
+  // still name a source address, and row 0's keeps the address arithmetic in one base (an
+  // unrelated fallback pointer costs ~40 registers in the attention kernels).
   template <int NTHREADS, int LOAD_CHUNKS = kChunksPerRow, int VALID_CHUNKS = LOAD_CHUNKS, class RowPtr>
-  __device__ static void load_rows_async(u16* tile, const RowPtr& row_ptr, const u16* any_valid,
-                                         int valid_rows, int tid) {
+  __device__ static void load_rows_async(u16* tile, const RowPtr& row_ptr, int valid_rows, int tid) {
     static_assert(VALID_CHUNKS <= LOAD_CHUNKS && LOAD_CHUNKS <= kChunksPerRow, "chunks within the row");
     const u32 base = smem_u32(tile);
+    const u16* any_valid = row_ptr(0);
 #pragma unroll
     for (int i = tid; i < ROWS * LOAD_CHUNKS; i += NTHREADS) {
       const int row = i / LOAD_CHUNKS, chunk = i % LOAD_CHUNKS;
@@ -52,7 +54,7 @@ struct SmemTile {
   template <int NTHREADS, int LOAD_CHUNKS = kChunksPerRow, int VALID_CHUNKS = LOAD_CHUNKS>
   __device__ static void load_async(u16* tile, const u16* src, long long row_stride, int valid_rows, int tid) {
     load_rows_async<NTHREADS, LOAD_CHUNKS, VALID_CHUNKS>(
-        tile, [&](int r) { return src + r * row_stride; }, src, valid_rows, tid);
+        tile, [&](int r) { return src + r * row_stride; }, valid_rows, tid);
   }
 
   // Store the first `valid_rows` rows, columns [0, OUT_COLS), to global memory in 16-byte pieces;

@@ -1,6 +1,7 @@
 // attnc compile: every kernel of every spec named (files or folders) into the cache, in parallel.
 // A kernel already in the cache is not compiled again; a kernel no template generates yet is a
 // "skipped" row, not a failure (unless --strict).
+#include <algorithm>
 #include <cstdio>
 #include <thread>
 
@@ -14,6 +15,7 @@ namespace {
 
 struct CompileCmdOptions {
   std::vector<std::string> paths;
+  std::vector<std::string> kinds;  // only these kernel kinds (empty: all the spec lists)
   std::string arch, db, config;
   int jobs = 0;
   bool json = false, strict = false, no_cache = false;
@@ -43,6 +45,7 @@ void run_compile(const CompileCmdOptions& o) {
     }
     const std::string label = s.name.empty() ? path : s.name;
     for (auto& k : spec_kernels(s, arch, o.config)) {
+      if (!o.kinds.empty() && std::find(o.kinds.begin(), o.kinds.end(), to_string(k.kind)) == o.kinds.end()) continue;
       Row r{label, to_string(k.kind), k.skipped, {}};
       if (k.source) { r.source = sources.size(); sources.push_back(std::move(*k.source)); }
       rows.push_back(std::move(r));
@@ -102,6 +105,8 @@ void add_compile(CLI::App& app) {
   cmd->add_option("--db", o->db, "cache database (default: $ATTNC_CACHE_DIR/attnc.db, ...)");
   cmd->add_option("-j,--jobs", o->jobs, "parallel compiles (default: one per core)");
   cmd->add_option("--config", o->config, "override fields of the default config, as JSON");
+  cmd->add_option("--kernel", o->kinds, "only these kernels of each spec (repeatable)")
+      ->check(CLI::IsMember({"prefill", "prefill_paged", "decode", "merge", "cache_write"}));
   cmd->add_flag("--no-cache", o->no_cache, "compile in memory only");
   cmd->add_flag("--strict", o->strict, "fail when a kernel is not supported yet");
   cmd->add_flag("--json", o->json, "machine-readable results");

@@ -61,7 +61,7 @@ void add_gen(CLI::App& app) {
   auto* cmd = app.add_subcommand("gen", "Write the generated CUDA source (or PTX, or ptxas report) for a spec");
   cmd->add_option("spec", o->spec, "spec file")->required();
   cmd->add_option("--kernel", o->kernel, "which kernel of the spec")->check(
-      CLI::IsMember({"prefill", "decode", "merge", "cache_write"}));
+      CLI::IsMember({"prefill", "prefill_paged", "decode", "merge", "cache_write"}));
   cmd->add_option("--config", o->config, "config as JSON, e.g. '{\"block_n\":32}' (default: the heuristic's)");
   cmd->add_option("--arch", o->arch, "target arch (default sm_90a)");
   cmd->add_option("-o,--out", o->out, "write to this file instead of stdout");

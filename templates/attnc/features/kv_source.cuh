@@ -28,6 +28,16 @@ struct KvSource<false> {
   }
   __device__ const u16* k_at(int n) const { return k + n * k_row; }
   __device__ const u16* v_at(int n) const { return v + n * v_row; }
+
+  // Rows of the tile starting at key n0, as SmemTile::load_rows_async wants them. The contiguous
+  // form is a base plus a stride, which the compiler strength-reduces across a thread's rows.
+  struct Rows {
+    const u16* base;
+    long long stride;
+    __device__ const u16* operator()(int r) const { return base + r * stride; }
+  };
+  __device__ Rows k_rows(int n0) const { return {k_at(n0), k_row}; }
+  __device__ Rows v_rows(int n0) const { return {v_at(n0), v_row}; }
 };
 
 template <>
@@ -62,6 +72,20 @@ struct KvSource<true> {
     const int lp = n / page_size;
     return v + pages[lp] * v_block + (n - lp * page_size) * v_row;
   }
+
+  // Rows of the tile starting at key n0: each row looks up its page.
+  struct KRows {
+    const KvSource* src;
+    int n0;
+    __device__ const u16* operator()(int r) const { return src->k_at(n0 + r); }
+  };
+  struct VRows {
+    const KvSource* src;
+    int n0;
+    __device__ const u16* operator()(int r) const { return src->v_at(n0 + r); }
+  };
+  __device__ KRows k_rows(int n0) const { return {this, n0}; }
+  __device__ VRows v_rows(int n0) const { return {this, n0}; }
 };
 
 }  // namespace attnc
