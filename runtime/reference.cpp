@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <stdexcept>
+
+#include "runtime/thread_pool.h"
 
 namespace attnc {
 
@@ -28,7 +31,8 @@ void reference_attention(const ReferenceOptions& opt, const std::vector<int>& cu
     s.resize(std::max(sk, 1));
     for (int h = h_begin; h < h_end; ++h) {
       const int hk = h / group;
-      for (int i = 0; i < sq; ++i) {
+      const int i_begin = std::max(0, opt.row_begin), i_end = opt.row_end < 0 ? sq : std::min(sq, opt.row_end);
+      for (int i = i_begin; i < i_end; ++i) {
         const long diag = long(i) + sk - sq;  // the key aligned with query i (bottom-right)
         const double* qi = &q[(size_t(cu_q[b] + i) * Hq + h) * D];
         double m = ninf;
@@ -70,6 +74,42 @@ void reference_attention(const ReferenceOptions& opt, const std::vector<int>& cu
       }
     }
   }
+}
+
+void reference_attention_parallel(const ReferenceOptions& opt, const std::vector<int>& cu_q,
+                                  const std::vector<int>& cu_k, const std::vector<double>& q,
+                                  const std::vector<double>& k, const std::vector<double>& v,
+                                  std::vector<double>& o, std::vector<double>& lse, int threads) {
+  if (cu_q.size() != cu_k.size() || cu_q.empty())
+    throw std::invalid_argument("reference: cu_seqlens_q and cu_seqlens_k must have the same, non-zero size");
+  const int Hq = opt.num_q_heads;
+  o.assign(size_t(cu_q.back()) * Hq * opt.head_dim_v, 0.0);
+  lse.assign(size_t(cu_q.back()) * Hq, -std::numeric_limits<double>::infinity());
+  // Pieces of about kWork dot products each, so long requests split into row blocks and short
+  // ones stay whole; every piece writes only its own (rows, head) outputs.
+  constexpr long long kWork = 1 << 18;
+  struct Piece { int b, h, r0, r1; };
+  std::vector<Piece> pieces;
+  for (size_t b = 0; b + 1 < cu_q.size(); ++b) {
+    const int sq = cu_q[b + 1] - cu_q[b], sk = cu_k[b + 1] - cu_k[b];
+    const int rows = int(std::max(1LL, std::min<long long>(sq, kWork / std::max(1, sk))));
+    for (int h = 0; h < Hq; ++h)
+      for (int r = 0; r < sq; r += rows) pieces.push_back({int(b), h, r, std::min(sq, r + rows)});
+  }
+  ThreadPool pool(threads);
+  std::vector<std::future<void>> done;
+  done.reserve(pieces.size());
+  for (const Piece& p : pieces)
+    done.push_back(pool.submit([&, p] {
+      ReferenceOptions one = opt;
+      one.head_begin = p.h;
+      one.head_end = p.h + 1;
+      one.row_begin = p.r0;
+      one.row_end = p.r1;
+      const std::vector<int> cq = {cu_q[p.b], cu_q[p.b + 1]}, ck = {cu_k[p.b], cu_k[p.b + 1]};
+      reference_attention(one, cq, ck, q, k, v, o, lse);
+    }));
+  for (auto& f : done) f.get();
 }
 
 }  // namespace attnc

@@ -22,6 +22,7 @@ struct ReferenceOptions {
   const std::vector<double>* alibi_slopes = nullptr;  // [Hq]
   const std::vector<double>* sinks = nullptr;         // [Hq], raw logits
   int head_begin = 0, head_end = -1;                  // q heads to compute (-1: all); others untouched
+  int row_begin = 0, row_end = -1;                    // query rows within each request (-1: all)
 };
 
 // Tensors are dense, row-major: q [total_q, Hq, D], k [total_k, Hkv, D], v [total_k, Hkv, Dv].
@@ -31,5 +32,13 @@ void reference_attention(const ReferenceOptions& opt, const std::vector<int>& cu
                          const std::vector<int>& cu_seqlens_k, const std::vector<double>& q,
                          const std::vector<double>& k, const std::vector<double>& v,
                          std::vector<double>& o, std::vector<double>& lse);
+
+// The same on `threads` workers (<= 0: one per hardware thread), cut into (request, q head, block
+// of query rows) pieces so that a batch of one long request still uses every core. o and lse are
+// resized here.
+void reference_attention_parallel(const ReferenceOptions& opt, const std::vector<int>& cu_seqlens_q,
+                                  const std::vector<int>& cu_seqlens_k, const std::vector<double>& q,
+                                  const std::vector<double>& k, const std::vector<double>& v,
+                                  std::vector<double>& o, std::vector<double>& lse, int threads = 0);
 
 }  // namespace attnc
