@@ -14,7 +14,7 @@
 #include "runtime/device.h"
 #include "runtime/module.h"
 #include "runtime/nvrtc_compiler.h"
-#include "runtime/prefill_check.h"
+#include "runtime/attention_check.h"
 
 namespace attnc {
 namespace {
@@ -109,10 +109,10 @@ TEST_P(GpuPrefill, MatchesFloat64Reference) {
   const Kernel kernel = module.kernel(src.entry, plan.smem_bytes);
 
   for (int run = 0; run < 2; ++run) {  // two fresh inputs: a moving error would show a race
-    PrefillCase pc;
-    pc.seqlens_q = c.lq;
-    pc.seqlens_k = c.lk;
-    const PrefillReport rep = check_prefill(plan, kernel, pc);
+    AttentionCase ac;
+    ac.seqlens_q = c.lq;
+    ac.seqlens_k = c.lk;
+    const AttentionReport rep = check_attention(plan, kernel, nullptr, ac);
     std::printf("RESULT %-34s %-50s %s\n", c.name.c_str(), src.entry.c_str(), rep.summary().c_str());
     EXPECT_TRUE(rep.passed) << c.name << ": " << rep.summary();
     EXPECT_LT(rep.rel_l2_err, 1e-2) << c.name;
