@@ -110,9 +110,22 @@ void check_host_metadata(const AttentionArgs& a, const AttentionHostMetadata& h,
   }
 }
 
-int row_blocks(const KernelPlan& plan, int max_seqlen_q) {
-  const int rows = plan.pack_gqa ? max_seqlen_q * plan.group : max_seqlen_q;
-  return std::max(1, (rows + plan.config.block_m - 1) / plan.config.block_m);
+long long row_blocks(const KernelPlan& plan, int max_seqlen_q) {
+  const long long rows = plan.pack_gqa ? (long long)max_seqlen_q * plan.group : max_seqlen_q;
+  return std::max(1LL, (rows + plan.config.block_m - 1) / plan.config.block_m);
+}
+
+// A window given per call must be one the compiled mask reads: a causal or unmasked kernel
+// ignores window sizes, so a different window there would be silently dropped.
+void check_window(const KernelPlan& plan, const AttentionArgs& a) {
+  require(a.window_left >= -2 && a.window_right >= -2,
+          "window sizes must be >= -1 (-1 unbounded; -2 takes the spec's), got (" + str(a.window_left) + ", " +
+              str(a.window_right) + ")");
+  if (plan.mask_kind == 2 || (a.window_left == -2 && a.window_right == -2)) return;
+  const int left = a.window_left == -2 ? -1 : a.window_left, right = a.window_right == -2 ? -1 : a.window_right;
+  const bool same = plan.mask_kind == 1 ? left == -1 && (right == 0 || a.window_right == -2) : left == -1 && right == -1;
+  require(same, "window (" + str(a.window_left) + ", " + str(a.window_right) + ") given but the kernel was compiled " +
+                    (plan.mask_kind == 1 ? "causal" : "without a mask") + "; a window needs a sliding_window spec");
 }
 
 }  // namespace
@@ -153,7 +166,14 @@ AttentionLaunch prepare_attention(const KernelPlan& plan, const AttentionArgs& a
   require(a.total_q >= 0, "total_q must be >= 0");
   if (!a.cu_seqlens_q)
     require(plan.kind == KernelKind::decode, "cu_seqlens_q is required (only decode takes one token per request)");
-  if (!a.cu_seqlens_q) require(a.max_seqlen_q <= 1, "without cu_seqlens_q every request has one token: max_seqlen_q <= 1");
+  if (!a.cu_seqlens_q) {
+    require(a.max_seqlen_q <= 1, "without cu_seqlens_q every request has one token: max_seqlen_q <= 1");
+    require(a.total_q >= a.batch, "without cu_seqlens_q every request has one token: total_q " + str(a.total_q) +
+                                      " must be >= batch " + str(a.batch));
+  }
+  // Without cu_seqlens_q each request has exactly one token, whatever max_seqlen_q says (0 would
+  // leave the packed rows of large groups without blocks).
+  const int max_seqlen_q = a.cu_seqlens_q ? a.max_seqlen_q : 1;
 
   AttentionParams p{};
   p.q = a.q; p.k = a.k; p.v = a.v; p.o = a.o; p.lse = a.lse;
@@ -181,7 +201,7 @@ AttentionLaunch prepare_attention(const KernelPlan& plan, const AttentionArgs& a
     p.kv_last_page_len = a.kv_last_page_len;
   } else {
     require(a.cu_seqlens_k != nullptr, "cu_seqlens_k is required with contiguous K/V");
-    require(!a.block_table && !a.kv_indptr && !a.seqused_k,
+    require(!a.block_table && !a.kv_indptr && !a.kv_indices && !a.kv_last_page_len && !a.seqused_k,
             "a page table was given but this kernel reads contiguous K/V (use the prefill_paged kernel)");
     p.k_row_stride = or_default(a.k_row_stride, (long long)hkv * d);
     p.k_head_stride = or_default(a.k_head_stride, d);
@@ -194,6 +214,7 @@ AttentionLaunch prepare_attention(const KernelPlan& plan, const AttentionArgs& a
 
   if (plan.lse) {
     require(a.lse != nullptr, "the spec asks for LSE output but lse is null");
+    require(reinterpret_cast<std::uintptr_t>(a.lse) % 4 == 0, "lse must be 4-byte aligned");
     const bool head_major = s.lse.layout == LseLayout::head_major;
     p.lse_row_stride = head_major ? 1 : hq;
     p.lse_head_stride = head_major ? a.total_q : 1;
@@ -206,8 +227,9 @@ AttentionLaunch prepare_attention(const KernelPlan& plan, const AttentionArgs& a
   p.num_kv_heads = hkv;
   p.max_seqlen_q = a.max_seqlen_q;
   p.total_q = a.total_q;
+  require(a.softmax_scale == 0 || (a.softmax_scale > 0 && std::isfinite(a.softmax_scale)),
+          "softmax_scale must be finite and > 0 (or 0 for 1/sqrt(head_dim)), got " + std::to_string(a.softmax_scale));
   const float scale = a.softmax_scale > 0 ? a.softmax_scale : 1.0f / std::sqrt(float(d));
-  require(std::isfinite(scale), "softmax_scale must be finite");
   p.scale_log2 = scale * 1.4426950408889634f;
   const float cap = a.softcap >= 0 ? a.softcap : s.softcap;
   require((cap > 0) == plan.softcap,
@@ -215,6 +237,7 @@ AttentionLaunch prepare_attention(const KernelPlan& plan, const AttentionArgs& a
                        : "softcap given but the kernel was compiled without it (spec softcap: 0)");
   p.softcap = cap;
   p.softcap_inv_scale = cap > 0 ? scale / cap : 0.f;
+  check_window(plan, a);
   p.window_left = a.window_left >= -1 ? a.window_left : s.mask.window_left;
   p.window_right = a.window_right >= -1 ? a.window_right : s.mask.window_right;
 
@@ -230,8 +253,9 @@ AttentionLaunch prepare_attention(const KernelPlan& plan, const AttentionArgs& a
 
   int splits = a.num_splits;
   require(splits >= 0 && splits <= kMaxSplits, "num_splits must be in 0.." + str(kMaxSplits) + ", got " + str(splits));
-  if (splits == 0) splits = choose_num_splits(plan, a.batch, a.max_seqlen_q, a.max_seqlen_k, a.num_sms);
+  if (splits == 0) splits = choose_num_splits(plan, a.batch, max_seqlen_q, a.max_seqlen_k, a.num_sms);
   require(splits == 1 || plan.split_kv, "num_splits " + str(splits) + " needs a split-KV kernel (decode); this one takes 1");
+  if (a.total_q == 0) splits = 1;  // no query rows: nothing to split, and a combine grid of 0 blocks cannot launch
   p.num_splits = splits;
   if (splits > 1) {
     const size_t need = attention_workspace_bytes(plan, a.total_q, splits);
@@ -245,14 +269,19 @@ AttentionLaunch prepare_attention(const KernelPlan& plan, const AttentionArgs& a
 
   AttentionLaunch l;
   l.params = p;
-  l.grid.x = unsigned(row_blocks(plan, a.max_seqlen_q));
-  l.grid.y = unsigned(plan.pack_gqa ? hkv : hq);
-  l.grid.z = unsigned(a.batch) * unsigned(splits);
-  require(l.grid.z <= 65535u, "batch * num_splits must be <= 65535, got " + str((long long)l.grid.z));
+  const long long blocks_x = row_blocks(plan, max_seqlen_q), blocks_y = plan.pack_gqa ? hkv : hq;
+  const long long blocks_z = (long long)a.batch * splits;
+  require(blocks_x <= 0x7fffffffLL, "max_seqlen_q " + str(a.max_seqlen_q) + " needs " + str(blocks_x) +
+                                        " row blocks, over the grid limit 2^31 - 1");
+  require(blocks_y <= 65535, "the grid's y dimension (heads) must be <= 65535, got " + str(blocks_y));
+  require(blocks_z <= 65535, "batch * num_splits must be <= 65535, got " + str(blocks_z));
+  l.grid.x = unsigned(blocks_x);
+  l.grid.y = unsigned(blocks_y);
+  l.grid.z = unsigned(blocks_z);
   l.block.x = unsigned(plan.threads);
   l.smem_bytes = plan.smem_bytes;
   if (splits > 1) {
-    l.combine = true;
+    l.combine = true;  // total_q >= 1 here, so the combine grid is not empty
     l.combine_grid.x = unsigned(((long long)a.total_q * hq + kCombineRowsPerBlock - 1) / kCombineRowsPerBlock);
     l.combine_block.x = unsigned(kCombineThreads);
   }

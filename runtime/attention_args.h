@@ -42,8 +42,8 @@ struct AttentionArgs {
   const int* cu_seqlens_q = nullptr;  // device, [batch + 1]; null (decode only): one token per request
   const int* cu_seqlens_k = nullptr;  // device, [batch + 1]; contiguous K/V, or the fork's paged form
   int batch = 0;
-  int max_seqlen_q = 0;      // host bound on query lengths (sizes the grid)
-  int total_q = 0;           // rows of q (head-major LSE stride, split partials)
+  int max_seqlen_q = 0;      // host bound on query lengths (sizes the grid); 0 or 1 without cu_seqlens_q
+  int total_q = 0;           // rows of q (head-major LSE stride, split partials); >= batch without cu_seqlens_q
 
   // Strides in elements; 0 = contiguous [tokens, heads, dim] for q, o and contiguous k, v.
   // Paged k, v: row = between slots of a page, head = between heads, block = between pages (all
@@ -66,7 +66,9 @@ struct AttentionArgs {
 
   float softmax_scale = 0.f;  // 0 = 1/sqrt(head_dim)
   float softcap = -1.f;       // < 0: the spec's value
-  int window_left = -2;       // -2: the spec's value; -1 unbounded
+  // -2: the spec's value; -1 unbounded. Only a sliding-window kernel takes other sizes than its
+  // spec's (a causal or unmasked kernel has no window to change).
+  int window_left = -2;
   int window_right = -2;
   const float* alibi_slopes = nullptr;  // [Hq] fp32, or [batch, Hq] with alibi_batch_stride = Hq
   long long alibi_batch_stride = 0;
