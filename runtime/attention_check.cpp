@@ -8,7 +8,9 @@
 
 #include "runtime/attention_args.h"
 #include "runtime/attention_compare.h"
+#include "runtime/cuda_driver.h"
 #include "runtime/device.h"
+#include "runtime/kv_cache_fill.h"
 #include "runtime/half.h"
 #include "runtime/module.h"
 #include "runtime/reference.h"
@@ -102,31 +104,15 @@ struct DeviceCall {
   AttentionArgs args;
 };
 
-// Writes the pages the batch owns into a cache poisoned everywhere else: one K and one V page
-// image per used page, slots past the request's end left poisoned.
+// The whole cache poisoned, then only the pages the batch owns written.
 void fill_paged_cache(DeviceCall& call, const KvCacheStrides& s, const Batch& b, const HalfTensor& k,
-                      const HalfTensor& v, int hkv, int d, int dv) {
+                      const HalfTensor& v, int d, int dv) {
   call.cache = DeviceBuffer(size_t(s.total_elems) * 2);
   call.cache.memset(0xff);
-  std::vector<std::uint16_t> img(s.page_elems);
-  const int bs = s.block_size;
-  for (int r = 0; r < b.size; ++r)
-    for (size_t j = 0; j < call.pages.pages[r].size(); ++j) {
-      const long long page = call.pages.pages[r][j];
-      const int slots = std::min<int>(bs, b.lk[r] - int(j) * bs);
-      for (int plane = 0; plane < 2; ++plane) {
-        const int dim = plane ? dv : d;
-        const std::vector<std::uint16_t>& src = plane ? v.bits : k.bits;
-        std::fill(img.begin(), img.end(), kHalfPoison);
-        for (int slot = 0; slot < slots; ++slot) {
-          const size_t token = size_t(b.cu_k[r]) + j * bs + slot;
-          for (int h = 0; h < hkv; ++h)
-            std::copy_n(src.begin() + (token * hkv + h) * dim, dim, img.begin() + s.in_page(slot, h, 0));
-        }
-        const long long at = plane ? s.v_index(page, 0, 0, 0) : s.k_index(page, 0, 0, 0);
-        call.cache.upload(img.data(), img.size() * 2, size_t(at) * 2);
-      }
-    }
+  for_each_page_image(s, call.pages, b.cu_k, k.bits, v.bits, d, dv,
+                      [&](long long offset, const std::vector<std::uint16_t>& img) {
+                        call.cache.upload(img.data(), img.size() * 2, size_t(offset) * 2);
+                      });
 }
 
 void setup_paged(DeviceCall& call, const KernelPlan& plan, const AttentionCase& c, const Batch& b,
@@ -149,7 +135,7 @@ void setup_paged(DeviceCall& call, const KernelPlan& plan, const AttentionCase& 
   } catch (const std::invalid_argument& e) {
     throw BadCall(std::string("check: ") + e.what());
   }
-  fill_paged_cache(call, strides, b, k, v, s.num_kv_heads, plan.head_dim, plan.head_dim_v);
+  fill_paged_cache(call, strides, b, k, v, plan.head_dim, plan.head_dim_v);
   bind_kv_cache(call.args, strides, call.cache.as());
 
   const HostPageTable& t = call.pages;
@@ -337,6 +323,9 @@ AttentionReport check_attention(const KernelPlan& plan, const Kernel& kernel, co
   rep.num_splits = launch.params.num_splits;
   require(!launch.combine || combine != nullptr,
           "the call splits KV into " + std::to_string(rep.num_splits) + " parts but no combine kernel was given");
+  // Memsets and pageable copies may still be in flight on the legacy stream, which the call's
+  // non-blocking stream does not wait for.
+  ATTNC_CU(CtxSynchronize);
   Stream stream;
   launch_call(launch, kernel, combine, stream.handle());
   stream.synchronize();
