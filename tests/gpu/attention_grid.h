@@ -1,0 +1,221 @@
+// The attention correctness grid: which kernels (spec x kind) and which calls (lengths, cache
+// layout, page-table form, page size, splits, ...) gpu_attention_grid_test runs. Not the full
+// cartesian product: every value of every axis appears, and the pairs that interact (layout x
+// form, layout x page size, form x column offset, decode variant x splits, features x kinds) are
+// covered by rotating the runtime axes over the cases; attention_grid_coverage_test checks that.
+// The float64 reference dominates the grid's time, so lengths are ragged but bounded.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "generator/plan.h"
+#include "runtime/attention_check.h"
+
+namespace attnc::grid {
+
+struct GridCase {
+  std::string name;   // unique, a valid gtest name
+  Spec spec;
+  KernelKind kind = KernelKind::prefill;
+  AttentionCase call;
+  bool decode_multi = false;  // decode with cu_query_lens
+};
+
+// One spec and the kinds it is compiled as.
+struct GridKernel {
+  std::string tag;
+  Spec spec;
+  std::vector<KernelKind> kinds;
+};
+
+inline const MaskSpec kCausal{MaskKind::causal, -1, -1};
+inline const MaskSpec kNoMask{MaskKind::none, -1, -1};
+inline const MaskSpec kWindow256{MaskKind::sliding_window, 255, 0};   // sliding_window 256
+inline const MaskSpec kEncoderWindow{MaskKind::sliding_window, 127, 127};
+
+inline Spec grid_spec(DType t, int d, int dv, int hq, int hkv, MaskSpec mask, LseSpec lse) {
+  Spec s;
+  s.name = "grid";
+  s.dtype = t;
+  s.head_dim = d;
+  s.head_dim_v = dv;
+  s.num_q_heads = hq;
+  s.num_kv_heads = hkv;
+  s.mask = mask;
+  s.lse = lse;
+  s.kernels.decode = true;
+  return s;
+}
+
+inline std::vector<GridKernel> grid_kernels() {
+  using K = KernelKind;
+  const std::vector<K> all = {K::prefill, K::prefill_paged, K::decode};
+  const LseSpec none{LseLayout::none, LseBase::e}, hm_e{LseLayout::head_major, LseBase::e},
+      hm_2{LseLayout::head_major, LseBase::two}, tm_e{LseLayout::token_major, LseBase::e},
+      tm_2{LseLayout::token_major, LseBase::two};
+  std::vector<GridKernel> out;
+  auto add = [&](std::string tag, Spec s, std::vector<K> kinds, auto&& tweak) {
+    tweak(s);
+    out.push_back({std::move(tag), std::move(s), std::move(kinds)});
+  };
+  auto plain = [](Spec&) {};
+  // One spec per head dim, compiled in every kind; the features rotate over them.
+  add("d40g7", grid_spec(DType::bf16, 40, 40, 7, 1, kCausal, none), all, plain);
+  add("d64g8_win_sinks", grid_spec(DType::bf16, 64, 64, 16, 2, kWindow256, tm_e), all, [](Spec& s) { s.sinks = true; });
+  add("d72g1_fp16", grid_spec(DType::fp16, 72, 72, 4, 4, kCausal, hm_2), all, plain);
+  add("d80g4_alibi", grid_spec(DType::bf16, 80, 80, 8, 2, kCausal, tm_e), all, [](Spec& s) { s.alibi = Alibi::linear; });
+  add("d96g8_sqrtalibi_fp16", grid_spec(DType::fp16, 96, 96, 16, 2, kCausal, hm_e), all,
+      [](Spec& s) { s.alibi = Alibi::sqrt; });
+  add("d128g4", grid_spec(DType::bf16, 128, 128, 8, 2, kCausal, hm_e), all, plain);
+  add("d192v128g1", grid_spec(DType::bf16, 192, 128, 4, 4, kCausal, tm_2), all, plain);
+  add("d256g8_win_softcap", grid_spec(DType::bf16, 256, 256, 16, 2, kWindow256, tm_e), all,
+      [](Spec& s) { s.softcap = 50.f; });
+  // Feature combinations the rotation above does not reach.
+  add("d128g7_nomask_softcap_sinks_fp16", grid_spec(DType::fp16, 128, 128, 7, 1, kNoMask, hm_2), all, [](Spec& s) {
+    s.softcap = 50.f;
+    s.sinks = true;
+  });
+  add("d64g1_encoder", grid_spec(DType::bf16, 64, 64, 4, 4, kEncoderWindow, none), {K::prefill}, plain);
+  add("d256g4_sinks_fp16", grid_spec(DType::fp16, 256, 256, 8, 2, kCausal, hm_e), {K::decode},
+      [](Spec& s) { s.sinks = true; });
+  add("d80g7_win_sqrtalibi_sinks", grid_spec(DType::bf16, 80, 80, 7, 1, kWindow256, tm_2),
+      {K::prefill_paged, K::decode}, [](Spec& s) {
+        s.alibi = Alibi::sqrt;
+        s.sinks = true;
+      });
+  return out;
+}
+
+inline GridKernel grid_kernel(const std::string& tag) {
+  for (GridKernel& k : grid_kernels())
+    if (k.tag == tag) return k;
+  return {};
+}
+
+// Runtime axes, rotated over the cases of each kind.
+inline const std::vector<int> kPageSizes = {16, 32, 64, 48};
+inline const std::vector<int> kSplits = {1, 3, 16, 0};  // 0: the heuristic
+
+struct LengthSet {
+  std::vector<int> q, k;
+};
+// Contiguous prefill: q = 1, kv longer and shorter than q (whole rows masked), a long request.
+inline const std::vector<LengthSet> kPrefillLengths = {
+    {{1, 17, 130, 333}, {1, 40, 500, 333}},
+    {{300, 64, 1}, {100, 64, 2000}},
+    {{513, 7, 90}, {1200, 7, 90}},
+};
+// Paged prefill (chunked prefill: kv = cached context + the new tokens).
+inline const std::vector<LengthSet> kPagedLengths = {
+    {{1, 17, 130, 200}, {700, 17, 1500, 200}},
+    {{64, 333}, {2100, 333}},
+    {{7, 1, 250}, {7, 3000, 900}},
+};
+// Decode, one token per request: page-boundary lengths, long contexts, an empty one.
+inline const std::vector<std::vector<int>> kDecodeLengths = {
+    {1, 15, 16, 17, 300, 1023, 2999, 64},
+    {3000, 2048, 777, 5},
+    {2500, 0, 33, 128, 47},
+};
+// Decode with cu_query_lens (speculative decode): q = 2 on k = 1 leaves its first row empty.
+inline const std::vector<LengthSet> kDecodeMultiLengths = {
+    {{1, 2, 4, 3}, {5, 700, 2047, 3000}},
+    {{2, 2, 2}, {1, 1500, 2}},
+};
+
+inline bool block_table_form(PageTableForm f) { return f != PageTableForm::flashinfer; }
+
+inline std::string paging_name(const AttentionCase& c) {
+  std::string n = std::string("_") + to_string(c.layout) + "_" + to_string(c.page_table) + "_bs" +
+                  std::to_string(c.page_size);
+  if (c.column_offset) n += "_col" + std::to_string(c.column_offset);
+  return n;
+}
+
+// The i-th paged call's layout, form, page size and offsets: consecutive runs of 12 cover every
+// layout x form pair, and the page size shifts by one every 12 so it meets every layout too.
+inline void rotate_paging(AttentionCase& c, int i) {
+  c.layout = all_kv_cache_layouts()[i % 4];
+  c.page_table = all_page_table_forms()[(i / 4) % 3];
+  c.page_size = kPageSizes[(i + i / 12) % 4];
+  c.column_offset = block_table_form(c.page_table) && (i / 3) % 2 ? 5 : 0;
+  c.indptr_offset = 1 + i % 5;
+}
+
+inline std::vector<GridCase> attention_grid() {
+  std::vector<GridCase> out;
+  int n_prefill = 0, n_paged = 0, n_decode = 0;
+  for (const GridKernel& k : grid_kernels()) {
+    for (KernelKind kind : k.kinds) {
+      GridCase g;
+      g.spec = k.spec;
+      g.kind = kind;
+      if (kind == KernelKind::prefill) {
+        const LengthSet& l = kPrefillLengths[n_prefill % kPrefillLengths.size()];
+        g.call.seqlens_q = l.q;
+        g.call.seqlens_k = l.k;
+        g.call.qo_row_pad = n_prefill % 2 ? 16 : 0;
+        g.call.softmax_scale = n_prefill % 3 == 2 ? 0.07f : 0.f;
+        g.name = "prefill_" + k.tag + "_L" + std::to_string(n_prefill % kPrefillLengths.size()) +
+                 (g.call.qo_row_pad ? "_strided" : "");
+        ++n_prefill;
+        out.push_back(g);
+        continue;
+      }
+      const int cases = kind == KernelKind::prefill_paged ? 2 : 3;
+      for (int j = 0; j < cases; ++j) {
+        GridCase c = g;
+        rotate_paging(c.call, n_paged);
+        c.call.qo_row_pad = n_paged % 3 == 1 ? 8 : 0;
+        c.call.softmax_scale = n_paged % 7 == 3 ? 0.2f : 0.f;
+        if (kind == KernelKind::prefill_paged) {
+          const LengthSet& l = kPagedLengths[n_paged % kPagedLengths.size()];
+          c.call.seqlens_q = l.q;
+          c.call.seqlens_k = l.k;
+          c.name = "paged_" + k.tag + paging_name(c.call);
+        } else {
+          c.decode_multi = j == 1;
+          if (c.decode_multi) {
+            const LengthSet& l = kDecodeMultiLengths[n_decode % kDecodeMultiLengths.size()];
+            c.call.seqlens_q = l.q;
+            c.call.seqlens_k = l.k;
+          } else {
+            c.call.seqlens_k = kDecodeLengths[n_decode % kDecodeLengths.size()];
+          }
+          c.call.num_splits = kSplits[n_decode % kSplits.size()];
+          c.name = std::string(c.decode_multi ? "decodeN_" : "decode1_") + k.tag + paging_name(c.call) +
+                   (c.call.num_splits ? "_s" + std::to_string(c.call.num_splits) : "_sauto");
+          ++n_decode;
+        }
+        ++n_paged;
+        out.push_back(c);
+      }
+    }
+  }
+  // Page ids past 2^31 elements: a FlashInfer-layout cache of 40000 pages of 64 x 2 heads x 256
+  // puts the top page's V at element 2.6e9 (5.2 GB).
+  GridCase big;
+  big.spec = grid_kernel("d256g8_win_softcap").spec;
+  big.kind = KernelKind::decode;
+  big.call.layout = KvCacheLayout::flashinfer_nhd;
+  big.call.page_table = PageTableForm::seqused_k;
+  big.call.page_size = 64;
+  big.call.num_blocks = 40000;
+  big.call.seqlens_k = {3000, 1, 2000};
+  big.call.num_splits = 0;
+  big.name = "decode1_d256g8_win_softcap_flashinfer_nhd_seqused_k_bs64_top_page_past_2e31";
+  out.push_back(big);
+  GridCase big_prefill = big;
+  big_prefill.kind = KernelKind::prefill_paged;
+  big_prefill.call.layout = KvCacheLayout::fork_hnd;
+  big_prefill.call.page_table = PageTableForm::flashinfer;
+  big_prefill.call.num_blocks = 70000;  // fork_hnd: the V plane starts at 2.3e9 elements
+  big_prefill.call.seqlens_q = {200, 1};
+  big_prefill.call.seqlens_k = {900, 2000};
+  big_prefill.name = "paged_d256g8_win_softcap_fork_hnd_flashinfer_bs64_v_plane_past_2e31";
+  out.push_back(big_prefill);
+  return out;
+}
+
+}  // namespace attnc::grid

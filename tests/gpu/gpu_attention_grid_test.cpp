@@ -1,0 +1,139 @@
+// The attention grid (tests/gpu/attention_grid.h) on the GPU against the float64 reference:
+// contiguous prefill, paged prefill, decode with one token per request and with cu_query_lens,
+// every cache layout and page-table form, split-KV forced and heuristic, ALiBi, sinks, softcap,
+// windows, both LSE layouts and bases, bf16 and fp16. The kernels the selected tests need are
+// compiled once, in parallel, before the first case; each case runs on two fresh random inputs
+// and prints one `RESULT` line per run. Spills are reported (SPILLS lines), not failed: register
+// tuning is separate work. Skips without a GPU.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <optional>
+#include <ostream>
+#include <set>
+
+#include "generator/emit.h"
+#include "runtime/cuda_driver.h"
+#include "runtime/device.h"
+#include "runtime/module.h"
+#include "runtime/nvrtc_compiler.h"
+#include "tests/gpu/attention_grid.h"
+
+namespace attnc::grid {
+
+void PrintTo(const GridCase& c, std::ostream* os) { *os << c.name; }
+
+namespace {
+
+struct LoadedKernel {
+  std::optional<KernelPlan> plan;
+  std::optional<Module> module;
+  std::optional<Kernel> kernel, combine;
+  std::string error;  // compile or load failure
+};
+
+class AttentionGrid : public ::testing::TestWithParam<GridCase> {
+ protected:
+  static void SetUpTestSuite() {
+    if (Device::count() == 0) return;
+    device_ = std::make_unique<Device>(0);
+    device_->make_current();
+    if (!is_supported_arch(device_->arch())) return;
+    compile_selected();
+  }
+  static void TearDownTestSuite() {
+    kernels_.clear();
+    device_.reset();
+  }
+
+  static std::string entry_of(const GridCase& c) {
+    return emit_kernel(plan_kernel(c.spec, c.kind, default_config(c.spec, c.kind, device_->arch()), device_->arch()))
+        .entry;
+  }
+
+  // The cases the filter selected (all when gtest cannot say), their distinct kernels compiled on
+  // every core, then loaded.
+  static void compile_selected() {
+    std::set<std::string> selected;
+    if (const ::testing::TestSuite* suite = ::testing::UnitTest::GetInstance()->current_test_suite())
+      for (int i = 0; i < suite->total_test_count(); ++i) {
+        const ::testing::TestInfo* t = suite->GetTestInfo(i);
+        const std::string name = t->name();
+        if (t->should_run()) selected.insert(name.substr(name.rfind('/') + 1));
+      }
+    std::vector<KernelSource> sources;
+    std::vector<KernelPlan> plans;
+    for (const GridCase& c : attention_grid()) {
+      if (!selected.empty() && !selected.count(c.name)) continue;
+      const KernelPlan plan =
+          plan_kernel(c.spec, c.kind, default_config(c.spec, c.kind, device_->arch()), device_->arch());
+      KernelSource src = emit_kernel(plan);
+      if (kernels_.count(src.entry)) continue;
+      kernels_[src.entry].plan = plan;
+      plans.push_back(plan);
+      sources.push_back(std::move(src));
+    }
+    CompileOptions options{device_->arch()};
+    options.timeout = std::chrono::minutes(5);
+    const auto t0 = std::chrono::steady_clock::now();
+    const std::vector<CompileResult> results = compile_many(sources, options, 0);
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::printf("compiled %zu kernels in %.1f s\n", sources.size(), secs);
+    for (size_t i = 0; i < sources.size(); ++i) {
+      LoadedKernel& k = kernels_[sources[i].entry];
+      if (!results[i].ok()) {
+        k.error = results[i].error;
+        continue;
+      }
+      const CompiledKernel& ck = *results[i].kernel;
+      const PtxasReport& r = ck.report;
+      std::printf("KERNEL %-64s regs=%d spill_stores=%d spill_loads=%d compile=%.1f s\n", ck.entry.c_str(),
+                  r.registers, r.spill_stores, r.spill_loads, ck.compile_ms / 1e3);
+      if (r.spill_stores || r.spill_loads)  // soft check: registers are tuned separately
+        std::printf("SPILLS %s stores=%d loads=%d bytes\n", ck.entry.c_str(), r.spill_stores, r.spill_loads);
+      try {
+        k.module.emplace(ck.cubin);
+        k.kernel.emplace(k.module->kernel(ck.entry, plans[i].smem_bytes));
+        if (plans[i].split_kv) k.combine.emplace(k.module->kernel(ck.entry + "_combine"));
+      } catch (const std::exception& e) {
+        k.error = e.what();
+      }
+    }
+  }
+
+  static std::unique_ptr<Device> device_;
+  static std::map<std::string, LoadedKernel> kernels_;
+};
+std::unique_ptr<Device> AttentionGrid::device_;
+std::map<std::string, LoadedKernel> AttentionGrid::kernels_;
+
+TEST_P(AttentionGrid, MatchesFloat64Reference) {
+  if (!device_) GTEST_SKIP() << "no GPU: " << Driver::get().error();
+  if (!is_supported_arch(device_->arch())) GTEST_SKIP() << "no kernels for " << device_->arch();
+  const GridCase& g = GetParam();
+  const auto it = kernels_.find(entry_of(g));
+  ASSERT_NE(it, kernels_.end()) << "kernel not compiled for " << g.name;
+  const LoadedKernel& k = it->second;
+  ASSERT_TRUE(k.error.empty()) << k.error;
+
+  AttentionCase c = g.call;
+  c.num_sms = device_->sm_count();
+  const std::uint64_t seed = std::uint64_t(std::chrono::steady_clock::now().time_since_epoch().count());
+  for (int run = 0; run < 2; ++run) {  // two fresh inputs: an error that moves would show a race
+    c.seed = seed + run;
+    const AttentionReport rep = check_attention(*k.plan, *k.kernel, k.combine ? &*k.combine : nullptr, c);
+    std::printf("RESULT %-76s %s\n", g.name.c_str(), rep.summary().c_str());
+    std::fflush(stdout);
+    EXPECT_TRUE(rep.passed) << g.name << " (" << it->first << "): " << rep.summary();
+    EXPECT_LT(rep.rel_l2_err, 1e-2) << g.name;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Grid, AttentionGrid, ::testing::ValuesIn(attention_grid()),
+                         [](const auto& info) { return info.param.name; });
+
+}  // namespace
+}  // namespace attnc::grid
