@@ -1,10 +1,15 @@
 // The software fp8 encoder the cache_write GPU test compares against bit for bit: known encodings
 // (OCP FP8: e4m3fn bias 7, max 448, no infinities; e5m2 bias 15, max 57344), round to nearest
 // even at ties, saturation instead of overflow, subnormals, signed zero, and a round trip over
-// every code. Also the float64 merge reference on hand-computed rows.
+// every code, and agreement with NVIDIA's own host conversion (cuda_fp8.h, the software twin of
+// the cvt.rn.satfinite instruction the kernel uses) on every bf16 value and a sweep of floats
+// (all 2^32 floats agreed when this was written; the sweep keeps the test fast). Also the float64
+// merge reference on hand-computed rows.
+#include <cuda_fp8.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "runtime/ops_reference.h"
@@ -71,6 +76,21 @@ TEST(Fp8Reference, EveryCodeRoundTrips) {
   EXPECT_EQ(fp8_e4m3_to_double(0x7e), 448.0);
   EXPECT_EQ(fp8_e5m2_to_double(0x7b), 57344.0);
   EXPECT_TRUE(std::isinf(fp8_e5m2_to_double(0x7c)));
+}
+
+TEST(Fp8Reference, AgreesWithCudaFp8Header) {
+  long long checked = 0;
+  auto check = [&](std::uint32_t bits) {
+    float f;
+    std::memcpy(&f, &bits, 4);
+    if (std::isnan(f)) return;
+    ++checked;
+    ASSERT_EQ(fp8_e4m3_from_float(f), __nv_cvt_float_to_fp8(f, __NV_SATFINITE, __NV_E4M3)) << std::hexfloat << f;
+    ASSERT_EQ(fp8_e5m2_from_float(f), __nv_cvt_float_to_fp8(f, __NV_SATFINITE, __NV_E5M2)) << std::hexfloat << f;
+  };
+  for (std::uint32_t b = 0; b < 0x10000; ++b) check(b << 16);             // every bf16 value
+  for (std::uint64_t b = 0; b < (1ull << 32); b += 251) check(std::uint32_t(b));  // 17M floats
+  EXPECT_GT(checked, 17000000);
 }
 
 TEST(MergeReference, HandComputedRows) {
