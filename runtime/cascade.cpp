@@ -12,7 +12,7 @@ constexpr size_t kAlign = 256;
 size_t align_up(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 
 // Workspace pieces: prefix output, suffix output ([T, Hq, Dv] 16-bit), prefix LSE, suffix LSE
-// ([Hq, T] fp32), each 256-byte aligned.
+// ([Hq, T] fp32), each a multiple of 256 bytes long.
 struct Workspace {
   size_t out_bytes, lse_bytes;
   size_t total() const { return 2 * out_bytes + 2 * lse_bytes; }
@@ -89,7 +89,7 @@ CascadeLaunch prepare_cascade(const CascadePlans& plans, const CascadeArgs& a) {
   c.require(a.workspace != nullptr && a.workspace_bytes >= ws.total(),
             "the workspace must hold " + str((long long)ws.total()) + " bytes for " + str(T) + " tokens, got " +
                 str((long long)a.workspace_bytes));
-  c.require(reinterpret_cast<std::uintptr_t>(a.workspace) % kAlign == 0, "workspace must be 256-byte aligned");
+  c.require(reinterpret_cast<std::uintptr_t>(a.workspace) % 16 == 0, "workspace must be 16-byte aligned (vector access)");
   char* base = static_cast<char*>(a.workspace);
   void* prefix_out = base;
   void* suffix_out = base + ws.out_bytes;

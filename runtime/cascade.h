@@ -88,7 +88,7 @@ struct CascadeArgs {
   float softcap = -1.f;       // < 0: the spec's value
   const float* sinks = nullptr;  // [Hq] when the spec has sinks
 
-  void* workspace = nullptr;  // >= cascade_workspace_bytes(plans, num_tokens), 256-byte aligned
+  void* workspace = nullptr;  // >= cascade_workspace_bytes(plans, num_tokens), 16-byte aligned
   size_t workspace_bytes = 0;
 
   const CascadeHostMetadata* host = nullptr;

@@ -146,7 +146,8 @@ TEST_P(GpuCacheWrite, BitExactAndUntouchedElsewhere) {
   const size_t guard = 4096, cache_bytes = size_t(g.elements) * eb;
   if (test_gpu()->free_memory() < cache_bytes + (size_t(1) << 30)) GTEST_SKIP() << "not enough device memory";
 
-  for (int run = 0; run < 2; ++run) {
+  const int runs = c.num_blocks > 4096 ? 1 : 2;  // the 8 GiB caches once: they test offsets, not data
+  for (int run = 0; run < runs; ++run) {
     const std::uint64_t seed = fresh_seed();
     std::mt19937_64 rng(seed);
     // Key and value rows: separate [rows, H, D] tensors, or views of fused QKV [rows, 6H * D].

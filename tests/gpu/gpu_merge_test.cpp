@@ -125,13 +125,15 @@ TEST_P(GpuMerge, MatchesFloat64Reference) {
     a.suffix_lse = ls_d.as<float>();
     a.output_lse = c.out_lse ? out_lse_d.as<float>() : nullptr;
     a.num_tokens = T;
-    a.output_row_stride = out_row;
-    a.output_head_stride = out_head;
-    a.prefix_row_stride = a.suffix_row_stride = in_row;
-    a.prefix_head_stride = a.suffix_head_stride = in_head;
-    a.prefix_lse_token_stride = a.suffix_lse_token_stride = lse_tok;
-    a.prefix_lse_head_stride = a.suffix_lse_head_stride = lse_head;
-    if (c.out_lse) {
+    // Strides left 0 where they are the defaults (contiguous [T, H, D], LSE [H, T]).
+    const bool dense_out = !c.strided && !c.in_place, dense_lse = !c.token_major_lse;
+    a.output_row_stride = dense_out ? 0 : out_row;
+    a.output_head_stride = dense_out ? 0 : out_head;
+    a.prefix_row_stride = a.suffix_row_stride = c.strided ? in_row : 0;
+    a.prefix_head_stride = a.suffix_head_stride = c.strided ? in_head : 0;
+    a.prefix_lse_token_stride = a.suffix_lse_token_stride = dense_lse ? 0 : lse_tok;
+    a.prefix_lse_head_stride = a.suffix_lse_head_stride = dense_lse ? 0 : lse_head;
+    if (c.out_lse && !dense_lse) {
       a.output_lse_token_stride = lse_tok;
       a.output_lse_head_stride = lse_head;
     }

@@ -347,7 +347,7 @@ TEST(Cascade, BadCallsNameTheProblem) {
   bad([](CascadeArgs& a) { a.max_kv_len = 256; }, "max_kv_len 256 must exceed common_prefix_len 256");
   bad([](CascadeArgs& a) { a.suffix_kv_lens = nullptr; }, "cascade: suffix_kv_lens is null");
   bad([](CascadeArgs& a) { a.workspace_bytes = 1000; }, "the workspace must hold 665600 bytes for 40 tokens, got 1000");
-  bad([](CascadeArgs& a) { a.workspace = fake(0x1000080); }, "workspace must be 256-byte aligned");
+  bad([](CascadeArgs& a) { a.workspace = fake(0x1000008); }, "workspace must be 16-byte aligned");
   bad([](CascadeArgs& a) { a.block_table = nullptr; }, "cascade: prefix pass: attention: a paged call needs block_table");
   bad([](CascadeArgs& a) { a.page_size = 8; a.common_prefix_len = 256; }, "page_size must be a positive multiple of 16, got 8");
   bad([](CascadeArgs& a) { a.sinks = fake<const float>(0x50000); }, "cascade: suffix pass: attention: sinks given but the spec has no sinks");
