@@ -143,6 +143,41 @@ inline void rotate_paging(AttentionCase& c, int i) {
   c.indptr_offset = 1 + i % 5;
 }
 
+// Every other multiple of 8 up to 256 (the kernels above take 40, 64, 72, 80, 96, 128, 192/128 and
+// 256): a small contiguous prefill and a split paged decode per head dim, so "any multiple of 8" is
+// a tested claim. Layouts, page-table forms and dtypes rotate with the head dim.
+inline std::vector<GridCase> head_dim_sweep() {
+  static const std::vector<KvCacheLayout> layouts = {KvCacheLayout::vllm, KvCacheLayout::fork_hnd,
+                                                     KvCacheLayout::flashinfer_nhd, KvCacheLayout::flashinfer_hnd};
+  std::vector<GridCase> out;
+  int i = 0;
+  for (int d = 8; d <= 256; d += 8) {
+    if (d == 40 || d == 64 || d == 72 || d == 80 || d == 96 || d == 128 || d == 256) continue;
+    const DType t = i % 2 ? DType::fp16 : DType::bf16;
+    GridCase p;
+    p.spec = grid_spec(t, d, d, 4, 2, kCausal, {LseLayout::head_major, LseBase::e});
+    p.kind = KernelKind::prefill;
+    p.call.seqlens_q = {1, 37, 130};
+    p.call.seqlens_k = {1, 37, 200};
+    p.name = "sweep_prefill_d" + std::to_string(d);
+    out.push_back(p);
+    GridCase g;
+    g.spec = grid_spec(t, d, d, 8, 2, kCausal, {LseLayout::token_major, LseBase::two});
+    g.kind = KernelKind::decode;
+    g.call.layout = layouts[i % layouts.size()];
+    g.call.page_table = layouts[i % layouts.size()] == KvCacheLayout::vllm ? PageTableForm::seqused_k
+                                                                           : PageTableForm::flashinfer;
+    g.call.page_size = 32;
+    g.call.num_blocks = 4096;
+    g.call.seqlens_k = {1, 300, 777};
+    g.call.num_splits = 3;
+    g.name = "sweep_decode_d" + std::to_string(d);
+    out.push_back(g);
+    ++i;
+  }
+  return out;
+}
+
 inline std::vector<GridCase> attention_grid() {
   std::vector<GridCase> out;
   int n_prefill = 0, n_paged = 0, n_decode = 0;
@@ -215,6 +250,7 @@ inline std::vector<GridCase> attention_grid() {
   big_prefill.call.seqlens_k = {900, 2000};
   big_prefill.name = "paged_d256g8_win_softcap_fork_hnd_flashinfer_bs64_v_plane_past_2e31";
   out.push_back(big_prefill);
+  for (GridCase& c : head_dim_sweep()) out.push_back(std::move(c));
   return out;
 }
 

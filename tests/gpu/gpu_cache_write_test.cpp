@@ -211,7 +211,8 @@ TEST_P(GpuCacheWrite, BitExactAndUntouchedElsewhere) {
                         << (i >= cache_bytes ? " (guard after the cache)" : "") << " = 0x" << std::hex << int(got[i])
                         << ", want 0x" << int(want[i]) << std::dec;
     }
-    std::printf("RESULT %-44s %-32s bad_bytes=%lld cache=%.2f GiB seed=%llu\n", c.name.c_str(), k.entry.c_str(), bad,
+    std::printf("RESULT %-44s %-32s %s bad_bytes=%lld cache=%.2f GiB seed=%llu\n", c.name.c_str(), k.entry.c_str(),
+                bad ? "FAIL" : "PASS", bad,
                 cache_bytes / 1073741824.0, static_cast<unsigned long long>(seed));
     EXPECT_EQ(bad, 0) << c.name;
   }

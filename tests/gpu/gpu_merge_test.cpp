@@ -175,8 +175,8 @@ TEST_P(GpuMerge, MatchesFloat64Reference) {
                           << ", reference " << r;
         }
     }
-    std::printf("RESULT %-28s %-26s max_abs_err=%.3g bad=%lld bad_lse=%lld seed=%llu\n", c.name.c_str(),
-                k.entry.c_str(), worst, bad, bad_lse, static_cast<unsigned long long>(seed));
+    std::printf("RESULT %-28s %-26s %s max_abs_err=%.3g bad=%lld bad_lse=%lld seed=%llu\n", c.name.c_str(),
+                k.entry.c_str(), bad || bad_lse ? "FAIL" : "PASS", worst, bad, bad_lse, static_cast<unsigned long long>(seed));
     EXPECT_EQ(bad, 0) << c.name;
     EXPECT_EQ(bad_lse, 0) << c.name;
   }

@@ -156,7 +156,7 @@ TEST(AttentionGrid, EveryKernelPlansAndCasesAreBounded) {
   }
   std::printf("grid: %zu cases, %zu kernels, %.3g reference flops per run of every case\n", names.size(),
               entries.size(), flops);
-  EXPECT_LT(entries.size(), 40u) << "compile time";
+  EXPECT_LT(entries.size(), 100u) << "compile time (in parallel on the GPU host: ~0.6 s a kernel over 16 cores)";
   EXPECT_LT(flops, 2e11) << "the float64 reference runs twice per case on the GPU host's 16 cores";
 }
 
