@@ -161,6 +161,17 @@ size_t attention_workspace_bytes(const KernelPlan& plan, int total_q, int num_sp
 AttentionLaunch prepare_attention(const KernelPlan& plan, const AttentionArgs& a) {
   const Spec& s = plan.spec;
   const int hq = s.num_q_heads, hkv = s.num_kv_heads, d = plan.head_dim, dv = plan.head_dim_v;
+  if (a.dtype)
+    require(*a.dtype == s.dtype, std::string("q/k/v/o are ") + to_string(*a.dtype) + " but the kernel was compiled for " +
+                                     to_string(s.dtype));
+  auto same = [](const char* what, int given, int compiled) {
+    require(given == 0 || given == compiled, std::string(what) + " is " + str(given) +
+                                                 " but the kernel was compiled for " + str(compiled));
+  };
+  same("num_q_heads", a.num_q_heads, hq);
+  same("num_kv_heads", a.num_kv_heads, hkv);
+  same("head_dim", a.head_dim, d);
+  same("head_dim_v", a.head_dim_v, dv);
   require(a.batch >= 1, "batch must be >= 1, got " + str(a.batch));
   require(a.max_seqlen_q >= 0, "max_seqlen_q must be >= 0");
   require(a.total_q >= 0, "total_q must be >= 0");

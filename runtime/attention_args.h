@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <stdexcept>
 
 #include "attnc/params.h"
@@ -34,6 +35,11 @@ struct AttentionHostMetadata {
 };
 
 struct AttentionArgs {
+  // What the caller's tensors are, when it knows (bindings fill these from tensor metadata): each
+  // one given must match what the kernel was compiled for. 0 / unset = not stated.
+  std::optional<DType> dtype;  // of q, k, v and o
+  int num_q_heads = 0, num_kv_heads = 0, head_dim = 0, head_dim_v = 0;
+
   const void* q = nullptr;   // [total_q, Hq, D]
   const void* k = nullptr;   // contiguous: [total_k, Hkv, D]; paged: the K plane of the cache
   const void* v = nullptr;   // contiguous: [total_k, Hkv, Dv]; paged: the V plane

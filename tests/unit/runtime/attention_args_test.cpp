@@ -233,6 +233,31 @@ TEST(AttentionArgs, RejectsBadShapesStridesAndAlignment) {
   expect_bad(paged_plan(), c.args(), "v strides must be multiples of 8 elements (16 bytes), got 20");
 }
 
+TEST(AttentionArgs, RejectsTensorsOfAnotherDtypeOrShape) {
+  const KernelPlan plan = plan_for(llama());  // bf16, 32 q heads, 8 kv heads, head dim 128
+  AttentionArgs a = good_args();
+  a.dtype = DType::bf16;
+  a.num_q_heads = 32;
+  a.num_kv_heads = 8;
+  a.head_dim = a.head_dim_v = 128;
+  EXPECT_NO_THROW(prepare_attention(plan, a));
+  AttentionArgs b = a;
+  b.dtype = DType::fp16;
+  expect_bad(plan, b, "q/k/v/o are fp16 but the kernel was compiled for bf16");
+  b = a;
+  b.num_q_heads = 16;
+  expect_bad(plan, b, "num_q_heads is 16 but the kernel was compiled for 32");
+  b = a;
+  b.num_kv_heads = 32;
+  expect_bad(plan, b, "num_kv_heads is 32 but the kernel was compiled for 8");
+  b = a;
+  b.head_dim = 64;
+  expect_bad(plan, b, "head_dim is 64 but the kernel was compiled for 128");
+  b = a;
+  b.head_dim_v = 96;
+  expect_bad(plan, b, "head_dim_v is 96 but the kernel was compiled for 128");
+}
+
 TEST(AttentionArgs, RejectsMissingOrInconsistentQueryLengths) {
   AttentionArgs a = good_args();
   a.cu_seqlens_q = nullptr;
