@@ -2,6 +2,7 @@
 
 #include "generator/plan_attention.h"
 #include "generator/plan_ops.h"
+#include "generator/spec_parse.h"
 
 namespace attnc {
 
@@ -51,6 +52,17 @@ Config default_config(const Spec& s, KernelKind kind, const std::string& arch) {
 
 KernelPlan plan_kernel(const Spec& s, KernelKind kind, const Config& c, const std::string& arch) {
   return is_op_kind(kind) ? plan_op_kernel(s, kind, c, arch) : plan_attention_kernel(s, kind, c, arch);
+}
+
+KernelPlan base_plan(const Spec& s, KernelKind kind, const Config& c, const std::string& arch) {
+  KernelPlan p;
+  p.kind = kind;
+  p.family = c.family;
+  p.arch = arch;
+  p.spec = s;
+  p.spec_id = spec_id(s);
+  p.config = c;
+  return p;
 }
 
 std::string KernelPlan::variant_name() const {

@@ -72,4 +72,8 @@ Config default_config(const Spec&, KernelKind, const std::string& arch);
 
 KernelPlan plan_kernel(const Spec&, KernelKind, const Config&, const std::string& arch);
 
+// The fields every family's plan starts from: kind, family (the config's), arch, spec and its id,
+// config. Families fill in their constants and launch shape.
+KernelPlan base_plan(const Spec&, KernelKind, const Config&, const std::string& arch);
+
 }  // namespace attnc

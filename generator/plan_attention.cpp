@@ -88,13 +88,7 @@ KernelPlan plan_attention_kernel(const Spec& s, KernelKind kind, const Config& c
   check_supported(s, kind);
   check_config(s, c, info);
 
-  KernelPlan p;
-  p.kind = kind;
-  p.family = c.family;
-  p.arch = arch;
-  p.spec = s;
-  p.spec_id = spec_id(s);
-  p.config = c;
+  KernelPlan p = base_plan(s, kind, c, arch);
   p.head_dim = s.head_dim;
   p.head_dim_v = s.head_dim_v;
   p.group = s.group_size();

@@ -57,13 +57,7 @@ KernelPlan plan_op_kernel(const Spec& s, KernelKind kind, const Config& c, const
   }
   check_supported(s, kind, info);
 
-  KernelPlan p;
-  p.kind = kind;
-  p.family = c.family;
-  p.arch = arch;
-  p.spec = s;
-  p.spec_id = spec_id(s);
-  p.config = op_config(kind);
+  KernelPlan p = base_plan(s, kind, op_config(kind), arch);
   p.head_dim = s.head_dim;
   p.head_dim_v = s.head_dim_v;
   p.group = s.group_size();

@@ -11,6 +11,7 @@
 
 #include "attnc/params.h"
 #include "generator/plan.h"
+#include "runtime/dim3.h"
 
 namespace attnc {
 
@@ -90,9 +91,7 @@ struct AttentionArgs {
   const AttentionHostMetadata* host = nullptr;  // optional: enables page-table content checks
 };
 
-struct GridDims {
-  unsigned x = 1, y = 1, z = 1;
-};
+using GridDims = Dim3;
 
 // Everything one call launches: the attention kernel, and for num_splits > 1 the combine entry
 // (`<entry>_combine`) after it on the same stream.

@@ -8,6 +8,7 @@
 
 #include "runtime/attention_args.h"
 #include "runtime/attention_compare.h"
+#include "runtime/attention_launch.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/device.h"
 #include "runtime/kv_cache_fill.h"
@@ -191,13 +192,6 @@ ReferenceOptions reference_options(const KernelPlan& plan, float scale, const st
   return r;
 }
 
-void launch_call(const AttentionLaunch& l, const Kernel& kernel, const Kernel* combine, CUstream stream) {
-  kernel.launch({l.grid.x, l.grid.y, l.grid.z}, {l.block.x, l.block.y, l.block.z}, l.smem_bytes, stream, &l.params);
-  if (l.combine)
-    combine->launch({l.combine_grid.x, l.combine_grid.y, l.combine_grid.z},
-                    {l.combine_block.x, l.combine_block.y, l.combine_block.z}, 0, stream, &l.params);
-}
-
 }  // namespace
 
 double visible_pairs(const Spec& s, const std::vector<int>& lq, const std::vector<int>& lk_in) {
@@ -327,7 +321,7 @@ AttentionReport check_attention(const KernelPlan& plan, const Kernel& kernel, co
   // non-blocking stream does not wait for.
   ATTNC_CU(CtxSynchronize);
   Stream stream;
-  launch_call(launch, kernel, combine, stream.handle());
+  launch_attention(kernel, combine, launch, stream.handle());
   stream.synchronize();
 
   if (c.check) {
@@ -353,12 +347,12 @@ AttentionReport check_attention(const KernelPlan& plan, const Kernel& kernel, co
   }
 
   if (c.timing_reps > 0) {
-    for (int i = 0; i < 3; ++i) launch_call(launch, kernel, combine, stream.handle());
+    for (int i = 0; i < 3; ++i) launch_attention(kernel, combine, launch, stream.handle());
     std::vector<float> times;
     Event start, stop;
     for (int i = 0; i < c.timing_reps; ++i) {
       start.record(stream.handle());
-      launch_call(launch, kernel, combine, stream.handle());
+      launch_attention(kernel, combine, launch, stream.handle());
       stop.record(stream.handle());
       stop.synchronize();
       times.push_back(elapsed_ms(start, stop));

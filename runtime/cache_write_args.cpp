@@ -134,7 +134,7 @@ CacheWriteLaunch prepare_cache_write(const KernelPlan& plan, const CacheWriteArg
 
 void launch_cache_write(const Kernel& kernel, const CacheWriteLaunch& l, CUstream stream) {
   if (l.empty) return;
-  kernel.launch({l.grid.x, l.grid.y, l.grid.z}, {l.block.x, l.block.y, l.block.z}, 0, stream, &l.params);
+  kernel.launch(l.grid, l.block, 0, stream, &l.params);
 }
 
 }  // namespace attnc

@@ -3,6 +3,7 @@
 #include <cstdint>
 
 #include "runtime/arg_checks.h"
+#include "runtime/attention_launch.h"
 #include "runtime/module.h"
 
 namespace attnc {
@@ -193,11 +194,8 @@ CascadeLaunch prepare_cascade(const CascadePlans& plans, const CascadeArgs& a) {
 }
 
 void launch_cascade(const CascadeKernels& k, const CascadeLaunch& l, CUstream stream) {
-  auto attention = [&](const Kernel& kernel, const AttentionLaunch& a) {
-    kernel.launch({a.grid.x, a.grid.y, a.grid.z}, {a.block.x, a.block.y, a.block.z}, a.smem_bytes, stream, &a.params);
-  };
-  attention(*k.prefix, l.prefix);
-  attention(*k.suffix, l.suffix);
+  launch_attention(*k.prefix, nullptr, l.prefix, stream);
+  launch_attention(*k.suffix, nullptr, l.suffix, stream);
   launch_merge(*k.merge, l.merge, stream);
 }
 

@@ -106,7 +106,7 @@ MergeLaunch prepare_merge(const KernelPlan& plan, const MergeArgs& a) {
 
 void launch_merge(const Kernel& kernel, const MergeLaunch& l, CUstream stream) {
   if (l.empty) return;
-  kernel.launch({l.grid.x, l.grid.y, l.grid.z}, {l.block.x, l.block.y, l.block.z}, 0, stream, &l.params);
+  kernel.launch(l.grid, l.block, 0, stream, &l.params);
 }
 
 }  // namespace attnc

@@ -7,13 +7,11 @@
 #include <string>
 #include <vector>
 
+#include "runtime/dim3.h"
+
 namespace attnc {
 
 struct DriverApi;
-
-struct Dim3 {
-  unsigned x = 1, y = 1, z = 1;
-};
 
 // Shared memory a block may use without opting in.
 inline constexpr int kDefaultMaxDynamicSmem = 48 * 1024;
