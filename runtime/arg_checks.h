@@ -6,6 +6,7 @@
 #include <string>
 
 #include "runtime/attention_args.h"
+#include "runtime/error_message.h"
 
 namespace attnc {
 
@@ -13,15 +14,17 @@ class ArgCheck {
  public:
   explicit ArgCheck(std::string op) : op_(std::move(op)) {}
 
-  void require(bool ok, const std::string& what) const {
-    if (!ok) fail(what);
+  // The message pieces are joined only when the check fails (see error_message.h).
+  template <class... Parts>
+  void require(bool ok, const Parts&... what) const {
+    if (!ok) fail(message(what...));
   }
   [[noreturn]] void fail(const std::string& what) const;
 
   // Not null and `align`-byte aligned.
-  void pointer(const std::string& name, const void* p, int align) const;
+  void pointer(const char* name, const void* p, int align) const;
   // Each stride > 0 and a multiple of `multiple` elements of `element_bytes` (vector accesses).
-  void strides(const std::string& name, std::initializer_list<long long> s, int multiple, int element_bytes) const;
+  void strides(const char* name, std::initializer_list<long long> s, int multiple, int element_bytes) const;
   // Rows of `width` contiguous elements at sum_k i_k * stride_k (i_k < count_k) must not overlap:
   // an output that overlaps itself would be written by two threads. `dims` holds {name, count,
   // stride}.
@@ -29,12 +32,10 @@ class ArgCheck {
     const char* name;
     long long count, stride;
   };
-  void disjoint(const std::string& name, long long width, std::initializer_list<Dim> dims) const;
+  void disjoint(const char* name, long long width, std::initializer_list<Dim> dims) const;
 
  private:
   std::string op_;
 };
-
-inline std::string str(long long v) { return std::to_string(v); }
 
 }  // namespace attnc

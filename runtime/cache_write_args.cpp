@@ -17,15 +17,15 @@ struct CacheStrides {
 };
 
 // A plane's strides: all three given, or all 0 for a plane of its own in the spec's layout.
-CacheStrides cache_strides(const ArgCheck& c, const std::string& name, long long block, long long page,
-                           long long head, KvLayout layout, int bs, int heads, int d) {
+CacheStrides cache_strides(const ArgCheck& c, const char* name, long long block, long long page, long long head,
+                           KvLayout layout, int bs, int heads, int d) {
   if (block == 0 && page == 0 && head == 0) {
     if (layout == KvLayout::HND) return {(long long)heads * bs * d, d, (long long)bs * d};
     return {(long long)bs * heads * d, (long long)heads * d, d};
   }
-  c.require(block != 0 && page != 0 && head != 0,
-            name + " strides: give block, page and head strides together (all 0: a plane of its own in the spec's " +
-                to_string(layout) + " layout)");
+  c.require(block != 0 && page != 0 && head != 0, name,
+            " strides: give block, page and head strides together (all 0: a plane of its own in the spec's ",
+            to_string(layout), " layout)");
   return {block, page, head};
 }
 
@@ -37,14 +37,14 @@ void check_slots(const ArgCheck& c, const long long* slots, int n, long long num
   for (int t = 0; t < n; ++t) {
     const long long s = slots[t];
     if (s < 0) continue;
-    c.require(s < num_slots, "slot_mapping[" + str(t) + "] = " + str(s) + " points past the cache of " +
-                                 str(num_slots / bs) + " blocks of " + str(bs) + " slots (" + str(num_slots) + ")");
+    c.require(s < num_slots, "slot_mapping[", t, "] = ", s, " points past the cache of ", num_slots / bs, " blocks of ",
+              bs, " slots (", num_slots, ")");
     used.emplace_back(s, t);
   }
   std::sort(used.begin(), used.end());
   for (size_t i = 1; i < used.size(); ++i)
-    c.require(used[i].first != used[i - 1].first, "slot_mapping[" + str(used[i - 1].second) + "] and slot_mapping[" +
-                                                       str(used[i].second) + "] both write slot " + str(used[i].first));
+    c.require(used[i].first != used[i - 1].first, "slot_mapping[", used[i - 1].second, "] and slot_mapping[",
+              used[i].second, "] both write slot ", used[i].first);
 }
 
 }  // namespace
@@ -52,24 +52,23 @@ void check_slots(const ArgCheck& c, const long long* slots, int n, long long num
 CacheWriteLaunch prepare_cache_write(const KernelPlan& plan, const CacheWriteArgs& a) {
   const ArgCheck c("cache_write");
   const Spec& s = plan.spec;
-  c.require(plan.kind == KernelKind::cache_write,
-            std::string("the plan makes ") + to_string(plan.kind) + " kernels, not cache_write");
+  c.require(plan.kind == KernelKind::cache_write, "the plan makes ", to_string(plan.kind), " kernels, not cache_write");
   const bool fp8 = s.kv_cache.dtype == KvDType::fp8_e4m3 || s.kv_cache.dtype == KvDType::fp8_e5m2;
-  c.require(a.num_tokens >= 0, "num_tokens (slot_mapping's length) must be >= 0, got " + str(a.num_tokens));
-  c.require(a.num_kv_heads >= 0, "num_kv_heads must be >= 0 (0: the spec's), got " + str(a.num_kv_heads));
+  c.require(a.num_tokens >= 0, "num_tokens (slot_mapping's length) must be >= 0, got ", a.num_tokens);
+  c.require(a.num_kv_heads >= 0, "num_kv_heads must be >= 0 (0: the spec's), got ", a.num_kv_heads);
   const int heads = a.num_kv_heads ? a.num_kv_heads : s.num_kv_heads;
-  c.require(heads == s.num_kv_heads,
-            "num_kv_heads " + str(heads) + " does not match the spec's num_kv_heads " + str(s.num_kv_heads));
+  c.require(heads == s.num_kv_heads, "num_kv_heads ", heads, " does not match the spec's num_kv_heads ",
+            s.num_kv_heads);
   c.require(a.head_size >= 0 && a.head_size % 8 == 0,
-            "head_size must be a multiple of 8 (16-byte chunks; 0: the spec's), got " + str(a.head_size));
+            "head_size must be a multiple of 8 (16-byte chunks; 0: the spec's), got ", a.head_size);
   const int d = a.head_size ? a.head_size : plan.head_dim, dv = plan.head_dim_v;
-  c.require(d == plan.head_dim, "head_size " + str(d) + " does not match the spec's head_dim " + str(plan.head_dim));
-  c.require(a.block_size >= 0, "block_size must be >= 0 (0: the spec's page_size), got " + str(a.block_size));
+  c.require(d == plan.head_dim, "head_size ", d, " does not match the spec's head_dim ", plan.head_dim);
+  c.require(a.block_size >= 0, "block_size must be >= 0 (0: the spec's page_size), got ", a.block_size);
   const int bs = a.block_size ? a.block_size : s.kv_cache.page_size;
-  c.require(a.num_blocks >= 1, "num_blocks (pages in the cache) must be >= 1, got " + str(a.num_blocks));
+  c.require(a.num_blocks >= 1, "num_blocks (pages in the cache) must be >= 1, got ", a.num_blocks);
   if (fp8) {
-    c.require(a.k_scale && a.v_scale, std::string("a ") + to_string(s.kv_cache.dtype) +
-                                          " cache needs k_scale and v_scale (device fp32; stored = fp8(x / scale))");
+    c.require(a.k_scale && a.v_scale, "a ", to_string(s.kv_cache.dtype),
+              " cache needs k_scale and v_scale (device fp32; stored = fp8(x / scale))");
   } else {
     c.require(!a.k_scale && !a.v_scale && !a.per_head_scale,
               "k_scale/v_scale given but the cache holds the model's dtype (kv_cache.dtype same); scales apply to fp8 caches");

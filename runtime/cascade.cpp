@@ -33,11 +33,10 @@ bool windowed(const MaskSpec& m) {
 
 Spec cascade_pass_spec(const Spec& s, CascadePass pass) {
   const ArgCheck c("cascade");
-  c.require(s.alibi == Alibi::none,
-            std::string("ALiBi (") + to_string(s.alibi) +
-                ") is not supported: the prefix pass does not know each query's position in its request");
-  c.require(!windowed(s.mask), "sliding window (" + str(s.mask.window_left) + ", " + str(s.mask.window_right) +
-                                   ") is not supported: the prefix pass would need each query's window");
+  c.require(s.alibi == Alibi::none, "ALiBi (", to_string(s.alibi),
+            ") is not supported: the prefix pass does not know each query's position in its request");
+  c.require(!windowed(s.mask), "sliding window (", s.mask.window_left, ", ", s.mask.window_right,
+            ") is not supported: the prefix pass would need each query's window");
   Spec p = s;
   p.kernels = KernelSet{};
   p.kernels.prefill = true;
@@ -65,31 +64,27 @@ size_t cascade_workspace_bytes(const CascadePlans& plans, int num_tokens) {
 CascadeLaunch prepare_cascade(const CascadePlans& plans, const CascadeArgs& a) {
   const ArgCheck c("cascade");
   const int T = a.num_tokens, P = a.common_prefix_len, ps = a.page_size;
-  c.require(T >= 1, "num_tokens must be >= 1, got " + str(T));
-  c.require(a.num_reqs >= 1, "num_reqs must be >= 1, got " + str(a.num_reqs));
-  c.require(P > 0, "common_prefix_len must be > 0 (without a shared prefix call the attention kernel directly), got " +
-                       str(P));
-  c.require(ps > 0 && P % ps == 0, "common_prefix_len " + str(P) + " is not a multiple of page_size " + str(ps) +
-                                       " (the prefix pass reads whole shared pages)");
+  c.require(T >= 1, "num_tokens must be >= 1, got ", T);
+  c.require(a.num_reqs >= 1, "num_reqs must be >= 1, got ", a.num_reqs);
+  c.require(P > 0, "common_prefix_len must be > 0 (without a shared prefix call the attention kernel directly), got ",
+            P);
+  c.require(ps > 0 && P % ps == 0, "common_prefix_len ", P, " is not a multiple of page_size ", ps,
+            " (the prefix pass reads whole shared pages)");
   const int shared_pages = P / ps;
-  c.require(a.max_blocks_per_seq > shared_pages,
-            "max_blocks_per_seq " + str(a.max_blocks_per_seq) + " leaves no block-table columns after the " +
-                str(shared_pages) + " shared pages");
-  c.require(a.max_kv_len == 0 || a.max_kv_len > P,
-            "max_kv_len " + str(a.max_kv_len) + " must exceed common_prefix_len " + str(P) +
-                " (each request's query tokens follow the shared prefix)");
-  c.require(a.block_table_stride >= a.max_blocks_per_seq, "block_table_stride " + str(a.block_table_stride) +
-                                                              " is smaller than max_blocks_per_seq " +
-                                                              str(a.max_blocks_per_seq));
+  c.require(a.max_blocks_per_seq > shared_pages, "max_blocks_per_seq ", a.max_blocks_per_seq,
+            " leaves no block-table columns after the ", shared_pages, " shared pages");
+  c.require(a.max_kv_len == 0 || a.max_kv_len > P, "max_kv_len ", a.max_kv_len, " must exceed common_prefix_len ", P,
+            " (each request's query tokens follow the shared prefix)");
+  c.require(a.block_table_stride >= a.max_blocks_per_seq, "block_table_stride ", a.block_table_stride,
+            " is smaller than max_blocks_per_seq ", a.max_blocks_per_seq);
   c.pointer("cu_query_lens", a.cu_query_lens, 4);
   c.pointer("cu_prefix_query_lens", a.cu_prefix_query_lens, 4);
   c.pointer("prefix_kv_lens", a.prefix_kv_lens, 4);
   c.pointer("suffix_kv_lens", a.suffix_kv_lens, 4);
 
   const Workspace ws = workspace_layout(plans.suffix, T);
-  c.require(a.workspace != nullptr && a.workspace_bytes >= ws.total(),
-            "the workspace must hold " + str((long long)ws.total()) + " bytes for " + str(T) + " tokens, got " +
-                str((long long)a.workspace_bytes));
+  c.require(a.workspace != nullptr && a.workspace_bytes >= ws.total(), "the workspace must hold ",
+            (long long)ws.total(), " bytes for ", T, " tokens, got ", (long long)a.workspace_bytes);
   c.require(reinterpret_cast<std::uintptr_t>(a.workspace) % 16 == 0, "workspace must be 16-byte aligned (vector access)");
   char* base = static_cast<char*>(a.workspace);
   void* prefix_out = base;
@@ -101,13 +96,12 @@ CascadeLaunch prepare_cascade(const CascadePlans& plans, const CascadeArgs& a) {
     const CascadeHostMetadata& h = *a.host;
     c.require(h.cu_query_lens && h.suffix_kv_lens && h.block_table,
               "host metadata needs cu_query_lens, suffix_kv_lens and block_table");
-    c.require(h.cu_query_lens[a.num_reqs] == T, "cu_query_lens ends at " + str(h.cu_query_lens[a.num_reqs]) +
-                                                    ", but num_tokens is " + str(T));
+    c.require(h.cu_query_lens[a.num_reqs] == T, "cu_query_lens ends at ", h.cu_query_lens[a.num_reqs],
+              ", but num_tokens is ", T);
     for (int b = 0; b < a.num_reqs; ++b) {
       const int q = h.cu_query_lens[b + 1] - h.cu_query_lens[b];
-      c.require(h.suffix_kv_lens[b] >= q, "request " + str(b) + " has " + str(q) + " query tokens but " +
-                                              str(h.suffix_kv_lens[b]) +
-                                              " suffix KV tokens: its queries would reach into the shared prefix");
+      c.require(h.suffix_kv_lens[b] >= q, "request ", b, " has ", q, " query tokens but ", h.suffix_kv_lens[b],
+                " suffix KV tokens: its queries would reach into the shared prefix");
     }
   }
 

@@ -11,15 +11,16 @@ namespace {
 long long or_default(long long stride, long long dflt) { return stride ? stride : dflt; }
 
 // An LSE's (token, head) strides: given together, or both 0 for vLLM's [num_heads, num_tokens].
-void lse_strides(const ArgCheck& c, const std::string& name, long long token, long long head, int num_tokens,
+void lse_strides(const ArgCheck& c, const char* name, long long token, long long head, int num_tokens,
                  long long& token_out, long long& head_out) {
   if (token == 0 && head == 0) {
     token_out = 1;
     head_out = num_tokens;
     return;
   }
-  c.require(token > 0 && head > 0, name + " strides must both be positive (or both 0 for [num_heads, num_tokens]), got token " +
-                                       str(token) + ", head " + str(head));
+  c.require(token > 0 && head > 0, name,
+            " strides must both be positive (or both 0 for [num_heads, num_tokens]), got token ", token, ", head ",
+            head);
   token_out = token;
   head_out = head;
 }
@@ -29,19 +30,18 @@ void lse_strides(const ArgCheck& c, const std::string& name, long long token, lo
 MergeLaunch prepare_merge(const KernelPlan& plan, const MergeArgs& a) {
   const ArgCheck c("merge");
   const Spec& s = plan.spec;
-  c.require(plan.kind == KernelKind::merge, std::string("the plan makes ") + to_string(plan.kind) + " kernels, not merge");
-  c.require(a.num_tokens >= 0, "num_tokens must be >= 0, got " + str(a.num_tokens));
-  c.require(a.num_heads >= 0, "num_heads must be >= 0 (0: the spec's), got " + str(a.num_heads));
+  c.require(plan.kind == KernelKind::merge, "the plan makes ", to_string(plan.kind), " kernels, not merge");
+  c.require(a.num_tokens >= 0, "num_tokens must be >= 0, got ", a.num_tokens);
+  c.require(a.num_heads >= 0, "num_heads must be >= 0 (0: the spec's), got ", a.num_heads);
   const int heads = a.num_heads ? a.num_heads : s.num_q_heads;
-  c.require(heads == s.num_q_heads,
-            "num_heads " + str(heads) + " does not match the spec's num_q_heads " + str(s.num_q_heads));
+  c.require(heads == s.num_q_heads, "num_heads ", heads, " does not match the spec's num_q_heads ", s.num_q_heads);
   c.require(a.head_size >= 0 && a.head_size % 8 == 0,
-            "head_size must be a multiple of 8 (16-byte chunks; 0: the spec's), got " + str(a.head_size));
+            "head_size must be a multiple of 8 (16-byte chunks; 0: the spec's), got ", a.head_size);
   const int d = a.head_size ? a.head_size : plan.head_dim_v;
-  c.require(d == plan.head_dim_v, "head_size " + str(d) + " does not match the spec's head_dim_v " + str(plan.head_dim_v));
+  c.require(d == plan.head_dim_v, "head_size ", d, " does not match the spec's head_dim_v ", plan.head_dim_v);
   const long long chunks = (long long)a.num_tokens * (d / 8);
-  c.require(chunks <= INT_MAX - kMergeThreads,
-            "num_tokens " + str(a.num_tokens) + " is too large: num_tokens * head_size / 8 must be < 2^31");
+  c.require(chunks <= INT_MAX - kMergeThreads, "num_tokens ", a.num_tokens,
+            " is too large: num_tokens * head_size / 8 must be < 2^31");
 
   MergeLaunch l;
   l.empty = a.num_tokens == 0;
@@ -97,7 +97,7 @@ MergeLaunch prepare_merge(const KernelPlan& plan, const MergeArgs& a) {
   p.head_size = d;
   p.lse_base2 = a.lse_base.value_or(s.lse.base) == LseBase::two ? 1 : 0;
 
-  c.require(heads <= 65535, "num_heads must be <= 65535 (grid y), got " + str(heads));
+  c.require(heads <= 65535, "num_heads must be <= 65535 (grid y), got ", heads);
   l.grid.x = unsigned((chunks + kMergeThreads - 1) / kMergeThreads);
   l.grid.y = unsigned(heads);
   l.block.x = unsigned(kMergeThreads);
