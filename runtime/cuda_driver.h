@@ -57,7 +57,15 @@ namespace attnc {
   X(EventRecord, (CUevent, CUstream))                                                          \
   X(EventSynchronize, (CUevent))                                                               \
   X(EventElapsedTime, (float*, CUevent, CUevent))                                              \
-  X(EventDestroy, (CUevent))
+  X(EventDestroy, (CUevent))                                                                   \
+  X(EventQuery, (CUevent))                                                                     \
+  X(StreamIsCapturing, (CUstream, CUstreamCaptureStatus*))                                     \
+  X(StreamBeginCapture, (CUstream, CUstreamCaptureMode))                                       \
+  X(StreamEndCapture, (CUstream, CUgraph*))                                                    \
+  X(GraphInstantiateWithFlags, (CUgraphExec*, CUgraph, unsigned long long))                    \
+  X(GraphLaunch, (CUgraphExec, CUstream))                                                      \
+  X(GraphExecDestroy, (CUgraphExec))                                                           \
+  X(GraphDestroy, (CUgraph))
 
 struct DriverApi {
 #define ATTNC_DECLARE_ENTRY(name, params) CUresult(*name) params = nullptr;
