@@ -1,8 +1,9 @@
-// attnc cache ls|show|stats|verify|gc|export|import: look after the SQLite cache.
+// attnc cache ls|show|stats|verify|gc|export|import|merge: look after the SQLite cache.
 #include <chrono>
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
+#include <vector>
 
 #include "cache/store.h"
 #include "tools/cli/cli_common.h"
@@ -12,6 +13,7 @@ namespace {
 
 struct CacheOptions {
   std::string db, target, out, in;
+  std::vector<std::string> inputs;
   bool json = false, with_kernels = false, vacuum = false;
   double max_unused_days = -1;
   long long max_bytes = -1;
@@ -126,16 +128,61 @@ void cache_export(const CacheOptions& o) {
   std::printf("exported specs, tuning records%s to %s\n", o.with_kernels ? " and kernels" : "", o.out.c_str());
 }
 
+ImportReport& operator+=(ImportReport& a, const ImportReport& b) {
+  a.kernels_added += b.kernels_added, a.kernels_present += b.kernels_present;
+  a.specs_added += b.specs_added, a.specs_present += b.specs_present;
+  a.tuning_added += b.tuning_added, a.tuning_replaced += b.tuning_replaced, a.tuning_kept += b.tuning_kept;
+  return a;
+}
+
+std::string import_summary(const ImportReport& r) {
+  char buf[256];
+  std::snprintf(buf, sizeof buf,
+                "kernels: %lld added, %lld present; specs: %lld added, %lld present; tuning: %lld added, "
+                "%lld replaced, %lld kept",
+                (long long)r.kernels_added, (long long)r.kernels_present, (long long)r.specs_added,
+                (long long)r.specs_present, (long long)r.tuning_added, (long long)r.tuning_replaced,
+                (long long)r.tuning_kept);
+  return buf;
+}
+
 void cache_import(const CacheOptions& o) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(o.in, ec)) throw Failed("cache import: " + o.in + ": no such database file");
   Store st = open_store(o);
-  const ImportReport r = st.import_from(o.in);
-  std::printf("kernels: %lld added, %lld present; specs: %lld added, %lld present; tuning: %lld added, "
-              "%lld replaced, %lld kept\n",
-              (long long)r.kernels_added, (long long)r.kernels_present, (long long)r.specs_added,
-              (long long)r.specs_present, (long long)r.tuning_added, (long long)r.tuning_replaced,
-              (long long)r.tuning_kept);
+  std::printf("%s\n", import_summary(st.import_from(o.in)).c_str());
+}
+
+// Combines the databases of a sharded sweep (attnc tune --shard i/N on several GPUs or machines).
+// Every input is checked before anything is written, so a bad shard stops the merge with the
+// output untouched; each input then lands in one transaction, and the same key from two shards
+// keeps the faster record (TuningConflict::KeepBetter), so the order of inputs does not matter and
+// merging a shard twice changes nothing.
+void cache_merge(const CacheOptions& o) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  std::vector<std::string> seen;
+  for (const auto& in : o.inputs) {
+    if (!fs::is_regular_file(in, ec)) throw Failed("cache merge: " + in + ": no such database file");
+    if (fs::exists(o.out, ec) && fs::equivalent(in, o.out, ec))
+      throw Failed("cache merge: " + in + " is the output itself; name it once, as the output");
+    for (const auto& s : seen)
+      if (fs::equivalent(in, s, ec)) throw Failed("cache merge: " + in + " is named twice");
+    seen.push_back(in);
+    const VerifyReport v = Store::verify_file(in, false);
+    if (!v.ok()) throw Failed("cache merge: " + in + " is not a sound attnc cache: " + v.problems.front());
+  }
+  Store st = Store::open(o.out);
+  ImportReport total;
+  for (const auto& in : o.inputs) {
+    const ImportReport r = st.import_from(in);
+    std::printf("%s: %s\n", in.c_str(), import_summary(r).c_str());
+    total += r;
+  }
+  const Stats s = st.stats();
+  std::printf("merged %zu databases into %s: %s; it now holds %lld tuning records, %lld kernels, %lld specs\n",
+              o.inputs.size(), st.path().c_str(), import_summary(total).c_str(), (long long)s.tuning_records,
+              (long long)s.kernels, (long long)s.specs);
 }
 
 }  // namespace
@@ -167,6 +214,11 @@ void add_cache(CLI::App& app) {
   ex->add_flag("--with-kernels", o->with_kernels, "include cubins");
   auto* im = sub("import", "Merge an exported database into this cache", cache_import);
   im->add_option("in", o->in, "the database file to merge")->required();
+  auto* merge = cache->add_subcommand(
+      "merge", "Combine databases (e.g. the shards of a tuning sweep) into OUT; the faster record wins a conflict");
+  merge->add_option("out", o->out, "the database to merge into (created when missing)")->required();
+  merge->add_option("inputs", o->inputs, "the databases to merge")->required()->expected(1, -1);
+  merge->final_callback([o] { cache_merge(*o); });
 }
 
 }  // namespace attnc::cli
