@@ -1,0 +1,284 @@
+#!/usr/bin/env python3
+# attnc side by side with the anchors, in one process on one GPU: attnc tuned (records from
+# `attnc tune`), attnc untuned (the dispatcher's heuristic), torch SDPA (cuDNN and flash backends)
+# and FlexAttention, on the shapes of shared/reference/h200-anchors.md. Every figure is a median of
+# triton's do_bench (the anchors' method); ratios are to cuDNN measured in this same run. Also the
+# JIT figures: cold compile per variant, first call of a new spec, warm load from SQLite.
+# Run through tools/bench (which tunes first); writes bench.json and bench.md to --out.
+"""attnc side by side with cuDNN, FlashAttention-2 and FlexAttention on the anchor shapes."""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
+from triton.testing import do_bench
+
+import attnc
+
+HQ, HKV = 32, 8
+PREFILL = [(64, False, 4), (64, True, 4), (128, False, 4), (128, True, 4), (256, False, 2), (256, True, 2)]
+PREFILL_S = 4096
+DECODE = [(64, 8192), (16, 32768), (128, 2048)]
+DECODE_D = 128
+
+
+def spec_yaml(name, head_dim, causal, kernel, page_size):
+    return "\n".join([
+        "version: 1",
+        f"name: {name}",
+        f"head_dim: {head_dim}",
+        f"num_q_heads: {HQ}",
+        f"num_kv_heads: {HKV}",
+        "dtype: bf16",
+        f"kv_cache: {{dtype: same, layout: NHD, page_size: {page_size}}}",
+        f"mask: {'causal' if causal else 'none'}",
+        f"kernels: [{kernel}]",
+        "",
+    ])
+
+
+def write_specs(workdir, page_size):
+    """The bench's specs and the one shape each is tuned and measured on."""
+    os.makedirs(workdir, exist_ok=True)
+    specs = []
+    for d, causal, b in PREFILL:
+        name = f"bench-prefill-d{d}-{'causal' if causal else 'none'}"
+        specs.append(dict(name=name, kind="prefill", D=d, causal=causal, B=b, S=PREFILL_S,
+                          shapes=[dict(kind="prefill", batch=b, seqlen_q=PREFILL_S, seqlen_k=PREFILL_S)]))
+    specs.append(dict(name="bench-decode-d128", kind="decode", D=DECODE_D, causal=False,
+                      shapes=[dict(kind="decode", batch=b, seqlen_q=1, seqlen_k=l) for b, l in DECODE]))
+    for s in specs:
+        s["path"] = os.path.join(workdir, s["name"] + ".yaml")
+        with open(s["path"], "w") as f:
+            f.write(spec_yaml(s["name"], s["D"], s["causal"], s["kind"], page_size))
+        s["shapes_path"] = os.path.join(workdir, s["name"] + ".shapes.yaml")
+        with open(s["shapes_path"], "w") as f:
+            for sh in s["shapes"]:
+                f.write("- {" + ", ".join(f"{k}: {v}" for k, v in sh.items()) + "}\n")
+    return specs
+
+
+def bench_ms(fn):
+    fn()
+    torch.cuda.synchronize()
+    return do_bench(fn, warmup=50, rep=200, return_mode="median")
+
+
+def sdpa_ms(backend, fn):
+    try:
+        with sdpa_kernel([backend]):
+            return bench_ms(fn)
+    except Exception as e:  # a backend that does not take this shape: say so, keep going
+        print(f"  {backend.name}: not available here: {str(e)[:120]}", flush=True)
+        return None
+
+
+def flex_fn():
+    try:
+        from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+        return torch.compile(flex_attention, dynamic=False), create_block_mask
+    except Exception as e:
+        print("FlexAttention not available:", str(e)[:120])
+        return None, None
+
+
+def stream():
+    return torch.cuda.current_stream().cuda_stream
+
+
+def prefill_rows(spec, db, flex, block_mask_fn):
+    B, S, D, causal = spec["B"], spec["S"], spec["D"], spec["causal"]
+    g = torch.Generator(device="cuda").manual_seed(0)
+    q = torch.randn(B, HQ, S, D, dtype=torch.bfloat16, device="cuda", generator=g)
+    k = torch.randn(B, HKV, S, D, dtype=torch.bfloat16, device="cuda", generator=g)
+    v = torch.randn(B, HKV, S, D, dtype=torch.bfloat16, device="cuda", generator=g)
+    kr, vr = k.repeat_interleave(HQ // HKV, 1), v.repeat_interleave(HQ // HKV, 1)
+    flops = 4 * B * HQ * S * S * D / (2 if causal else 1)
+    tf = lambda ms: flops / ms / 1e9 if ms else None
+
+    # attnc's layout: varlen [tokens, heads, dim]
+    qa = q.transpose(1, 2).reshape(B * S, HQ, D).contiguous()
+    ka = k.transpose(1, 2).reshape(B * S, HKV, D).contiguous()
+    va = v.transpose(1, 2).reshape(B * S, HKV, D).contiguous()
+    cu = torch.arange(0, (B + 1) * S, S, dtype=torch.int32, device="cuda")
+    row = dict(shape=f"prefill d{D} {'causal' if causal else 'none'} B{B} S{S}", unit="TFLOP/s")
+    ref = None
+    with sdpa_kernel([SDPBackend.CUDNN_ATTENTION]):
+        ref = F.scaled_dot_product_attention(q, kr, vr, is_causal=causal)
+    ref = ref.transpose(1, 2).reshape(B * S, HQ, D)
+    for label, tuned in (("attnc_tuned", True), ("attnc_heuristic", False)):
+        a = attnc.Attention(spec["path"], db=db, use_tuning=tuned)
+        o = torch.empty_like(qa)
+        fn = lambda: a.prefill(qa, ka, va, cu, cu, S, S, out=o, stream=stream())
+        row[label] = tf(bench_ms(fn))
+        row[label + "_config"] = a.select("prefill", B, S, S)
+        row[label + "_max_diff"] = (o.float() - ref.float()).abs().max().item()
+    row["cudnn"] = tf(sdpa_ms(SDPBackend.CUDNN_ATTENTION,
+                              lambda: F.scaled_dot_product_attention(q, kr, vr, is_causal=causal)))
+    row["flash"] = tf(sdpa_ms(SDPBackend.FLASH_ATTENTION,
+                              lambda: F.scaled_dot_product_attention(q, kr, vr, is_causal=causal)))
+    if flex:
+        t0 = time.time()
+        bm = block_mask_fn(lambda b, h, i, j: i >= j, None, None, S, S) if causal else None
+        fn = lambda: flex(q, k, v, block_mask=bm, enable_gqa=True)
+        fn()
+        torch.cuda.synchronize()
+        row["flex_compile_s"] = time.time() - t0
+        row["flex"] = tf(bench_ms(fn))
+    return row
+
+
+def paged_cache(k, page_size, num_blocks_extra=64):
+    """k: [B, L, Hkv, D] dense -> (cache [num_blocks, page, Hkv, D], block_table [B, L/page]) with
+    the pages of every request scattered over the cache."""
+    B, L, H, D = k.shape
+    per = L // page_size
+    n = B * per + num_blocks_extra
+    perm = torch.randperm(n, device="cuda", dtype=torch.int64)[: B * per]
+    cache = torch.zeros(n, page_size, H, D, dtype=k.dtype, device="cuda")
+    cache[perm] = k.reshape(B * per, page_size, H, D)
+    return cache, perm.reshape(B, per).to(torch.int32).contiguous()
+
+
+def decode_rows(spec, db, page_size, flex):
+    rows = []
+    D = spec["D"]
+    a_t = attnc.Attention(spec["path"], db=db, use_tuning=True)
+    a_h = attnc.Attention(spec["path"], db=db, use_tuning=False)
+    for B, L in DECODE:
+        torch.manual_seed(0)
+        q = torch.randn(B, HQ, 1, D, dtype=torch.bfloat16, device="cuda")
+        k = torch.randn(B, HKV, L, D, dtype=torch.bfloat16, device="cuda")
+        v = torch.randn_like(k)
+        byt = 2 * k.numel() * 2
+        tb = lambda ms: byt / ms / 1e9 if ms else None
+        row = dict(shape=f"decode d{D} B{B} L{L} page{page_size}", unit="TB/s")
+        with sdpa_kernel([SDPBackend.CUDNN_ATTENTION]):
+            ref = F.scaled_dot_product_attention(q, k, v, enable_gqa=True).reshape(B, HQ, D)
+        kc, bt = paged_cache(k.transpose(1, 2).contiguous(), page_size)
+        vc = torch.zeros_like(kc)
+        vc[bt.flatten().long()] = v.transpose(1, 2).reshape(-1, page_size, HKV, D)
+        qa = q.reshape(B, HQ, D).contiguous()
+        used = torch.full((B,), L, dtype=torch.int32, device="cuda")
+        for label, a in (("attnc_tuned", a_t), ("attnc_heuristic", a_h)):
+            a.reserve("decode", B, 1, L)
+            o = torch.empty_like(qa)
+            fn = lambda: a.decode(qa, kc, vc, bt, used, L, out=o, stream=stream())
+            row[label] = tb(bench_ms(fn))
+            row[label + "_config"] = a.select("decode", B, 1, L)
+            row[label + "_max_diff"] = (o.float() - ref.float()).abs().max().item()
+        del kc, vc
+        row["cudnn"] = tb(sdpa_ms(SDPBackend.CUDNN_ATTENTION,
+                                  lambda: F.scaled_dot_product_attention(q, k, v, enable_gqa=True)))
+        row["flash"] = tb(sdpa_ms(SDPBackend.FLASH_ATTENTION,
+                                  lambda: F.scaled_dot_product_attention(q, k, v, enable_gqa=True)))
+        if flex:
+            row["flex"] = tb(bench_ms(lambda: flex(q, k, v, enable_gqa=True)))
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    return rows
+
+
+def first_call_s(spec_path, db):
+    """One fresh process: create the Attention and run one small prefill; the seconds that took."""
+    code = f"""
+import time, torch, attnc
+q = torch.randn(256, {HQ}, 128, dtype=torch.bfloat16, device='cuda'); k = torch.randn(256, {HKV}, 128, dtype=torch.bfloat16, device='cuda')
+cu = torch.tensor([0, 256], dtype=torch.int32, device='cuda'); torch.cuda.synchronize()
+t0 = time.perf_counter(); a = attnc.Attention({spec_path!r}, db={db!r}); o = a.prefill(q, k, k, cu, cu, 256, 256)
+torch.cuda.synchronize(); print(time.perf_counter() - t0)
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return float(out.stdout.strip().splitlines()[-1])
+
+
+def jit_rows(attnc_bin, workdir):
+    """Cold compile per variant (attnc compile, no cache), the first call of a new spec in a fresh
+    process on an empty cache (compile + load + launch), then the same call on the warm cache
+    (module loaded from SQLite)."""
+    rows = []
+    spec = os.path.join(workdir, "jit-d128-causal.yaml")
+    with open(spec, "w") as f:
+        f.write(spec_yaml("jit-d128-causal", 128, True, "prefill", 16))
+    out = subprocess.run([attnc_bin, "compile", spec, "--no-cache", "--json"], capture_output=True, text=True,
+                         check=True)
+    for k in json.loads(out.stdout)["kernels"]:
+        if "compile_ms" in k:
+            rows.append(dict(what=f"cold compile ({k['kernel']}, NVRTC -> cubin)", seconds=k["compile_ms"] / 1e3))
+    db = os.path.join(workdir, "jit.db")
+    for suffix in ("", "-wal", "-shm"):
+        if os.path.exists(db + suffix):
+            os.remove(db + suffix)
+    rows.append(dict(what="first call of a new spec, empty cache (new process)", seconds=first_call_s(spec, db)))
+    rows.append(dict(what="first call, warm cache: module from SQLite (new process)", seconds=first_call_s(spec, db)))
+    return rows
+
+
+def fmt(v, d=2):
+    return "-" if v is None else f"{v:.{d}f}"
+
+
+def ratio(a, b):
+    return "-" if not a or not b else f"{a / b:.2f}"
+
+
+def markdown(rows, jit, env):
+    lines = [f"Measured {time.strftime('%Y-%m-%d')} on {env['name']} ({env['sms']} SMs), torch {env['torch']}, "
+             f"cuDNN {env['cudnn']}; medians of triton do_bench (warm-up 50 ms, 200 ms of repeats).", "",
+             "| shape | unit | attnc tuned | attnc heuristic | cuDNN | FA2 (SDPA flash) | FlexAttention | "
+             "tuned / cuDNN | heuristic / cuDNN | tuned / heuristic |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['shape']} | {r['unit']} | {fmt(r.get('attnc_tuned'))} | {fmt(r.get('attnc_heuristic'))} "
+                     f"| {fmt(r.get('cudnn'))} | {fmt(r.get('flash'))} | {fmt(r.get('flex'))} "
+                     f"| {ratio(r.get('attnc_tuned'), r.get('cudnn'))} "
+                     f"| {ratio(r.get('attnc_heuristic'), r.get('cudnn'))} "
+                     f"| {ratio(r.get('attnc_tuned'), r.get('attnc_heuristic'))} |")
+    lines += ["", "| JIT | seconds |", "|---|---|"] + [f"| {j['what']} | {j['seconds']:.3f} |" for j in jit]
+    return "\n".join(lines) + "\n"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--attnc", required=True, help="the attnc binary")
+    ap.add_argument("--db", required=True, help="cache with the tuning records (from tools/bench's tune step)")
+    ap.add_argument("--workdir", required=True, help="where the bench specs are (tools/bench writes them)")
+    ap.add_argument("--out", default=os.environ.get("OUT", "."), help="bench.json and bench.md go here")
+    ap.add_argument("--page-size", type=int, default=16)
+    ap.add_argument("--write-specs", action="store_true", help="only write the specs and shapes, print their paths")
+    args = ap.parse_args()
+    if args.write_specs:
+        for s in write_specs(args.workdir, args.page_size):
+            print(s["path"], s["shapes_path"])
+        return
+    specs = write_specs(args.workdir, args.page_size)
+    dev = torch.cuda.get_device_properties(0)
+    env = dict(name=dev.name, sms=dev.multi_processor_count, torch=torch.__version__,
+               cudnn=torch.backends.cudnn.version(), attnc=attnc.version())
+    print(env, flush=True)
+    flex, block_mask_fn = flex_fn()
+    rows = []
+    for s in specs:
+        if s["kind"] == "prefill":
+            rows.append(prefill_rows(s, args.db, flex, block_mask_fn))
+            print(json.dumps(rows[-1]), flush=True)
+        else:
+            rows += decode_rows(s, args.db, args.page_size, flex)
+        torch.cuda.empty_cache()
+    jit = jit_rows(args.attnc, args.workdir)
+    os.makedirs(args.out, exist_ok=True)
+    with open(os.path.join(args.out, "bench.json"), "w") as f:
+        json.dump(dict(env=env, rows=rows, jit=jit), f, indent=1)
+    md = markdown(rows, jit, env)
+    with open(os.path.join(args.out, "bench.md"), "w") as f:
+        f.write(md)
+    print(md)
+
+
+if __name__ == "__main__":
+    main()
