@@ -21,7 +21,7 @@ namespace attnc {
 
 struct MeasureOptions {
   int warmup = 5;
-  double target_ms = 100;  // GPU time spent in timed launches per candidate, about
+  double target_ms = 50;  // GPU time spent in timed launches per candidate, about
   int min_repeats = 10, max_repeats = 200;
   std::chrono::milliseconds run_timeout{10000};  // a launch batch past this is a timeout (GpuTimeout)
   double rotation_factor = 2;                    // distinct input bytes >= this * L2 (when memory allows)

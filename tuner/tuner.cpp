@@ -59,6 +59,10 @@ class Sweep {
       total_ += static_cast<int>(spaces.back().size());
     }
     for (std::size_t i = 0; i < tasks.size() && !should_stop(); ++i) {
+      // Each bucket may use an equal share of what is left, so a budget too small for the whole
+      // space still records every bucket (its best so far); time a bucket leaves goes to the next.
+      const auto now = Clock::now();
+      bucket_deadline_ = now + (deadline_ - now) / static_cast<long>(tasks.size() - i);
       task_ = static_cast<int>(i);
       tasks_ = static_cast<int>(tasks.size());
       result.buckets.push_back(tune_bucket(tasks[i], spaces[i]));
@@ -222,7 +226,7 @@ class Sweep {
     for (std::size_t i = 0; i < points.size(); ++i) {
       CandidateResult& cand = cands[i];
       if (!cand.status.empty()) continue;
-      if (should_stop()) break;
+      if (should_stop() || Clock::now() >= bucket_deadline_) break;
       auto it = loaded_.find(config_key(kind, cand.choice.config));
       if (it == loaded_.end()) continue;  // its compile never started (stopped)
       const Loaded& l = it->second;
@@ -311,6 +315,7 @@ class Sweep {
   Store& store_;
   const TuneOptions& opt_;
   const Clock::time_point start_, deadline_;
+  Clock::time_point bucket_deadline_;
   KvCacheLayout layout_;
   std::map<std::string, Loaded> loaded_;
   std::map<std::string, GateResult> gates_;
