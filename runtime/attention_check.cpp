@@ -11,8 +11,9 @@
 #include "runtime/attention_launch.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/device.h"
-#include "runtime/kv_cache_fill.h"
+#include "runtime/event_wait.h"
 #include "runtime/half.h"
+#include "runtime/kv_cache_fill.h"
 #include "runtime/module.h"
 #include "runtime/reference.h"
 
@@ -322,7 +323,14 @@ AttentionReport check_attention(const KernelPlan& plan, const Kernel& kernel, co
   ATTNC_CU(CtxSynchronize);
   Stream stream;
   launch_attention(kernel, combine, launch, stream.handle());
-  stream.synchronize();
+  if (c.timeout_ms > 0) {
+    Event done;
+    done.record(stream.handle());
+    wait_event(done, std::chrono::steady_clock::now() + std::chrono::milliseconds(c.timeout_ms),
+               "check of " + kernel.entry());
+  } else {
+    stream.synchronize();
+  }
 
   if (c.check) {
     std::vector<double> ref_o, ref_lse;

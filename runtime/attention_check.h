@@ -4,7 +4,7 @@
 // of a wrong page, a row never written or a write outside the output all show. Page tables take
 // any of the three forms, with the offsets real callers use (column-offset block tables,
 // FlashInfer indptr not starting at 0). Shared by `attnc run` and the GPU tests (and, later, the
-// tuner's correctness gate).
+// tuner's correctness gate, which sets a timeout so a hung kernel cannot hang it).
 #pragma once
 
 #include <cstdint>
@@ -44,6 +44,7 @@ struct AttentionCase {
   std::uint64_t seed = 0;     // 0 = fresh from the clock
   bool check = true;          // compare against the float64 reference
   int timing_reps = 0;        // > 0: time this many launches after warm-up
+  int timeout_ms = 0;         // > 0: give up waiting for the checked launch after this long (GpuTimeout)
   double atol = 1.5e-2, rtol = 1e-2;
 };
 

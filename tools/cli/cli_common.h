@@ -15,6 +15,10 @@ namespace attnc::cli {
 struct Failed : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
+// Leave with this exit code after the output is complete (e.g. 130 after Ctrl-C).
+struct ExitCode {
+  int code;
+};
 
 // Spec files named directly, or every *.yaml / *.yml in a named folder (sorted).
 std::vector<std::string> expand_spec_paths(const std::vector<std::string>& paths);
@@ -44,5 +48,6 @@ void add_compile(CLI::App&);
 void add_cache(CLI::App&);
 void add_info(CLI::App&);
 void add_run(CLI::App&);
+void add_tune(CLI::App&);
 
 }  // namespace attnc::cli

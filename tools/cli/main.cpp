@@ -17,10 +17,13 @@ int main(int argc, char** argv) {
   attnc::cli::add_cache(app);
   attnc::cli::add_info(app);
   attnc::cli::add_run(app);
+  attnc::cli::add_tune(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
+  } catch (const attnc::cli::ExitCode& e) {
+    return e.code;
   } catch (const attnc::cli::Failed& e) {
     if (*e.what()) std::fprintf(stderr, "attnc: error: %s\n", e.what());
     return 1;

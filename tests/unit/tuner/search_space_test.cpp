@@ -1,0 +1,139 @@
+// The search space and its pruning, on the CPU: what is enumerated, what is dropped and why.
+#include "tuner/search_space.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "attnc/split_combine_shape.h"
+#include "generator/spec_parse.h"
+
+namespace attnc {
+namespace {
+
+Spec spec_from(const std::string& extra = "", int d = 128) {
+  return parse_spec("version: 1\nname: t\nhead_dim: " + std::to_string(d) +
+                        "\nnum_q_heads: 32\nnum_kv_heads: 8\ndtype: bf16\nkernels: [prefill, decode]\n" + extra,
+                    "t.yaml");
+}
+
+TEST(SearchSpace, DefaultConfigComesFirstAndOnce) {
+  const Spec s = spec_from();
+  for (KernelKind kind : {KernelKind::prefill, KernelKind::prefill_paged, KernelKind::decode}) {
+    const auto configs = config_space(s, kind, "sm_90a");
+    ASSERT_FALSE(configs.empty());
+    EXPECT_EQ(configs.front(), default_config(s, kind, "sm_90a"));
+    for (std::size_t i = 0; i < configs.size(); ++i)
+      for (std::size_t j = i + 1; j < configs.size(); ++j) EXPECT_FALSE(configs[i] == configs[j]);
+  }
+}
+
+TEST(SearchSpace, PrefillAxes) {
+  const auto configs = config_space(spec_from(), KernelKind::prefill, "sm_90a");
+  EXPECT_EQ(configs.size(), 18u);  // default is one of 3 warps x 3 block_n x 2 stages
+  for (const Config& c : configs) {
+    EXPECT_EQ(c.family, "prefill_sm80");
+    EXPECT_EQ(c.block_m, 16 * c.warps);
+    EXPECT_EQ(c.splits, 1);
+    EXPECT_TRUE(c.warps == 2 || c.warps == 4 || c.warps == 8) << c.short_name();
+    EXPECT_TRUE(c.stages == 2 || c.stages == 3) << c.short_name();
+  }
+}
+
+TEST(SearchSpace, DecodeAxes) {
+  const auto configs = config_space(spec_from(), KernelKind::decode, "sm_90a");
+  EXPECT_EQ(configs.size(), 27u);  // the default (4 warps, BN 64, 2 stages) is one of the 27
+  for (const Config& c : configs) {
+    EXPECT_EQ(c.family, "decode_split");
+    EXPECT_EQ(c.block_m, 16 * c.warps);
+  }
+}
+
+TEST(SearchSpace, SpecTuningListsNarrowTheAxes) {
+  const Spec s = spec_from("tuning: {warps: [4], block_n: [64], stages: [3]}\n");
+  const auto configs = config_space(s, KernelKind::prefill, "sm_90a");
+  ASSERT_EQ(configs.size(), 2u);  // the default baseline and the one point
+  EXPECT_EQ(configs[1].short_name(), "m64n64w4s3");
+  const Spec m = spec_from("tuning: {block_m: [32, 128]}\n");
+  for (const Config& c : config_space(m, KernelKind::prefill, "sm_90a"))
+    if (!(c == default_config(m, KernelKind::prefill, "sm_90a"))) {
+      EXPECT_TRUE(c.block_m == 32 || c.block_m == 128);
+    }
+}
+
+TEST(SearchSpace, SplitCountsFitTheKvLength) {
+  const Spec s = spec_from();
+  Config c = default_config(s, KernelKind::decode, "sm_90a");
+  c.block_n = 128;
+  ShapeBucket b{KernelKind::decode, 4, 1, 1024};  // 8 tiles of 128
+  EXPECT_EQ(split_counts(s, KernelKind::decode, c, b), (std::vector<int>{0, 1, 2, 4, 8}));
+  b.seqlen_k = 32768;
+  EXPECT_EQ(split_counts(s, KernelKind::decode, c, b), (std::vector<int>{0, 1, 2, 4, 8, 16, 32}));
+  b.seqlen_k = 64;  // one tile: no split but the heuristic and off
+  EXPECT_EQ(split_counts(s, KernelKind::decode, c, b), (std::vector<int>{0, 1}));
+  EXPECT_EQ(split_counts(s, KernelKind::prefill, c, b), (std::vector<int>{0}));
+  const Spec t = spec_from("tuning: {splits: [3, 500]}\n");  // 500 is over kMaxSplits
+  b.seqlen_k = 1 << 20;
+  EXPECT_EQ(split_counts(t, KernelKind::decode, c, b), (std::vector<int>{0, 3}));
+}
+
+TEST(SearchSpace, PrunesWhatCannotWork) {
+  const Spec s = spec_from();
+  Config c = default_config(s, KernelKind::prefill, "sm_90a");
+  EXPECT_EQ(prune_reason(s, KernelKind::prefill, c, "sm_90a", 227 * 1024), "");
+  Config bad = c;
+  bad.block_m = 96;  // not 16 * warps: the planner refuses it
+  EXPECT_NE(prune_reason(s, KernelKind::prefill, bad, "sm_90a", 0).find("block_m"), std::string::npos);
+  Config big = c;
+  big.block_n = 128;
+  big.stages = 3;  // 224 KiB: fits sm_90a, not a device that allows 100 KiB
+  EXPECT_EQ(prune_reason(s, KernelKind::prefill, big, "sm_90a", 227 * 1024), "");
+  EXPECT_NE(prune_reason(s, KernelKind::prefill, big, "sm_90a", 100 * 1024).find("shared memory"), std::string::npos);
+}
+
+TEST(SearchSpace, RegisterEstimatePrunesWideTilesAtHeadDim256) {
+  const Spec s = spec_from("", 256);
+  Config c = default_config(s, KernelKind::prefill, "sm_90a");  // m64n32w4: fits
+  EXPECT_LE(estimate_registers(s, KernelKind::prefill, c), kMaxRegistersPerThread);
+  EXPECT_EQ(prune_reason(s, KernelKind::prefill, c, "sm_90a", 0), "");
+  c.block_n = 128;  // O (128) + S (64) + P (32) + the rest: clearly over (and too much shared memory)
+  EXPECT_GT(estimate_registers(s, KernelKind::prefill, c), kMaxRegistersPerThread);
+  EXPECT_NE(prune_reason(s, KernelKind::prefill, c, "sm_90a", 0), "");
+  // Dv 256 with a small D fits shared memory at BN 128 but not the register file.
+  const Spec v = spec_from("head_dim_v: 256\n", 64);
+  Config w = default_config(v, KernelKind::prefill, "sm_90a");
+  w.block_n = 128;
+  EXPECT_NE(prune_reason(v, KernelKind::prefill, w, "sm_90a", 0).find("registers"), std::string::npos)
+      << prune_reason(v, KernelKind::prefill, w, "sm_90a", 0);
+  // d128 at BN 64 is estimated near what ptxas reports (171).
+  const Spec t = spec_from();
+  Config d = default_config(t, KernelKind::prefill, "sm_90a");
+  EXPECT_NEAR(estimate_registers(t, KernelKind::prefill, d), 171, 20);
+}
+
+TEST(SearchSpace, PointsListBaselineFirstAndPrunedOnce) {
+  const Spec s = spec_from("", 256);
+  const ShapeBucket b{KernelKind::decode, 64, 1, 8192};
+  const auto points = search_space(s, KernelKind::decode, b, "sm_90a", 227 * 1024);
+  ASSERT_FALSE(points.empty());
+  EXPECT_TRUE(points.front().baseline);
+  EXPECT_EQ(points.front().choice.num_splits, 0);
+  EXPECT_EQ(points.front().choice.config, default_config(s, KernelKind::decode, "sm_90a"));
+  int baselines = 0, pruned = 0;
+  for (const auto& p : points) {
+    baselines += p.baseline;
+    if (!p.pruned.empty()) {
+      ++pruned;
+      EXPECT_EQ(p.choice.num_splits, 0);
+      EXPECT_EQ(std::count_if(points.begin(), points.end(),
+                              [&](const SpacePoint& q) { return q.choice.config == p.choice.config; }),
+                1);
+    }
+    EXPECT_LE(p.choice.num_splits, kMaxSplits);
+  }
+  EXPECT_EQ(baselines, 1);
+  EXPECT_GT(pruned, 0);  // d256 at BN 128
+}
+
+}  // namespace
+}  // namespace attnc

@@ -1,0 +1,104 @@
+#include "tuner/search_space.h"
+
+#include <algorithm>
+
+#include "attnc/split_combine_shape.h"
+
+namespace attnc {
+namespace {
+
+// The spec's `tuning:` list when it has one (it may name values outside the default space; the
+// planner and pruning judge them), else the family's default values.
+std::vector<int> narrow(const std::vector<int>& all, const std::vector<int>& wanted) {
+  if (wanted.empty()) return all;
+  return wanted;
+}
+
+bool allowed_family(const Spec& s, const std::string& family) {
+  return s.tuning.families.empty() ||
+         std::find(s.tuning.families.begin(), s.tuning.families.end(), family) != s.tuning.families.end();
+}
+
+int round_up(int v, int m) { return (v + m - 1) / m * m; }
+
+}  // namespace
+
+std::vector<Config> config_space(const Spec& s, KernelKind kind, const std::string& arch) {
+  const Config base = default_config(s, kind, arch);
+  std::vector<Config> out{base};
+  if (!allowed_family(s, base.family)) return out;  // only the baseline: the spec allows no other family here
+  const bool decode = kind == KernelKind::decode;
+  std::vector<int> warps = narrow(decode ? std::vector<int>{1, 2, 4} : std::vector<int>{2, 4, 8}, s.tuning.warps);
+  if (!s.tuning.block_m.empty()) {  // block_m = 16 * warps in both families
+    std::vector<int> w;
+    for (int m : s.tuning.block_m)
+      if (m % 16 == 0 && (s.tuning.warps.empty() || std::count(warps.begin(), warps.end(), m / 16)))
+        w.push_back(m / 16);
+    warps = w;
+  }
+  const std::vector<int> block_n = narrow({32, 64, 128}, s.tuning.block_n);
+  const std::vector<int> stages = narrow(decode ? std::vector<int>{2, 3, 4} : std::vector<int>{2, 3}, s.tuning.stages);
+  for (int w : warps)
+    for (int n : block_n)
+      for (int st : stages) {
+        Config c = base;
+        c.warps = w;
+        c.block_m = 16 * w;
+        c.block_n = n;
+        c.stages = st;
+        c.splits = 1;
+        if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
+      }
+  return out;
+}
+
+int estimate_registers(const Spec& s, KernelKind, const Config& c) {
+  const int dv = round_up(s.head_dim_v, 16);
+  return dv / 2 + c.block_n / 2 + c.block_n / 4 + 48;
+}
+
+std::string prune_reason(const Spec& s, KernelKind kind, const Config& c, const std::string& arch, int max_smem_optin) {
+  KernelPlan plan;
+  try {
+    plan = plan_kernel(s, kind, c, arch);
+  } catch (const std::exception& e) {  // BadConfig, NotSupportedYet
+    return e.what();
+  }
+  if (max_smem_optin > 0 && plan.smem_bytes > max_smem_optin)
+    return c.short_name() + " needs " + std::to_string(plan.smem_bytes) +
+           " bytes of shared memory; the device allows " + std::to_string(max_smem_optin) + " per block";
+  const int regs = estimate_registers(s, kind, c);
+  if (regs > kMaxRegistersPerThread)
+    return c.short_name() + " needs about " + std::to_string(regs) + " registers per thread (limit " +
+           std::to_string(kMaxRegistersPerThread) + "): it would spill";
+  return "";
+}
+
+std::vector<int> split_counts(const Spec& s, KernelKind kind, const Config& c, const ShapeBucket& b) {
+  if (kind != KernelKind::decode) return {0};
+  std::vector<int> wanted = s.tuning.splits.empty() ? std::vector<int>{1, 2, 4, 8, 16, 32} : s.tuning.splits;
+  std::sort(wanted.begin(), wanted.end());
+  const long long tiles = (static_cast<long long>(b.seqlen_k) + c.block_n - 1) / c.block_n;
+  std::vector<int> out{0};
+  for (int n : wanted)
+    if (n >= 1 && n <= kMaxSplits && n <= tiles && std::find(out.begin(), out.end(), n) == out.end()) out.push_back(n);
+  return out;
+}
+
+std::vector<SpacePoint> search_space(const Spec& s, KernelKind kind, const ShapeBucket& b, const std::string& arch,
+                                     int max_smem_optin) {
+  std::vector<SpacePoint> out;
+  bool first = true;
+  for (const Config& c : config_space(s, kind, arch)) {
+    const std::string why = prune_reason(s, kind, c, arch, max_smem_optin);
+    if (!why.empty()) {
+      out.push_back({{c, 0}, why, first});
+    } else {
+      for (int n : split_counts(s, kind, c, b)) out.push_back({{c, n}, "", first && n == 0});
+    }
+    first = false;
+  }
+  return out;
+}
+
+}  // namespace attnc
