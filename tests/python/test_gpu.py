@@ -1,5 +1,6 @@
 """The Python package on a GPU with torch: prefill and paged decode against a float64 torch
 reference, outputs poisoned first; last_choice(); stream argument. Skips without torch + CUDA."""
+import itertools
 import math
 import os
 import sys
@@ -66,8 +67,8 @@ class Gpu(unittest.TestCase):
         q = torch.randn(sum(lq), 8, 128, device=dev, dtype=torch.bfloat16)
         k = torch.randn(sum(lk), 2, 128, device=dev, dtype=torch.bfloat16)
         v = torch.randn(sum(lk), 2, 128, device=dev, dtype=torch.bfloat16)
-        cu_q = torch.tensor([0] + list(torch.tensor(lq).cumsum(0)), dtype=torch.int32, device=dev)
-        cu_k = torch.tensor([0] + list(torch.tensor(lk).cumsum(0)), dtype=torch.int32, device=dev)
+        cu_q = torch.tensor([0] + list(itertools.accumulate(lq)), dtype=torch.int32, device=dev)
+        cu_k = torch.tensor([0] + list(itertools.accumulate(lk)), dtype=torch.int32, device=dev)
         out = torch.full((sum(lq), 8, 128), float("nan"), device=dev, dtype=torch.bfloat16)
         out, lse = self.att.prefill(q, k, v, cu_q, cu_k, max(lq), max(lk), out=out)
         torch.cuda.synchronize()
@@ -92,8 +93,8 @@ class Gpu(unittest.TestCase):
         with torch.cuda.stream(stream):
             out, lse = self.att.decode(q, kc, vc, block_table, seqused, max(lens))
         stream.synchronize()
-        ks = [kc[block_table[i]].reshape(-1, 2, 128)[:lens[i]] for i in range(batch)]
-        vs = [vc[block_table[i]].reshape(-1, 2, 128)[:lens[i]] for i in range(batch)]
+        ks = [kc[block_table[i].long()].reshape(-1, 2, 128)[:lens[i]] for i in range(batch)]
+        vs = [vc[block_table[i].long()].reshape(-1, 2, 128)[:lens[i]] for i in range(batch)]
         ref, ref_lse = reference(q, torch.cat(ks), torch.cat(vs), [1] * batch, lens, 1 / math.sqrt(128))
         torch.testing.assert_close(out.double(), ref, atol=2e-2, rtol=2e-2)
         torch.testing.assert_close(lse.double(), ref_lse, atol=2e-3, rtol=1e-3)
