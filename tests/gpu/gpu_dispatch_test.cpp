@@ -104,6 +104,8 @@ struct DecodeCase {
     opt.causal = true;
     std::vector<double> lse;
     reference_attention_parallel(opt, prefix_sum(std::vector<int>(batch, 1)), prefix_sum(lens), qx, kc, vc, ref, lse);
+    // Uploads and memsets run on the legacy stream; the test's stream does not wait for it.
+    test_gpu()->synchronize();
   }
 
   AttentionArgs args() const {
@@ -167,6 +169,7 @@ TEST_F(GpuDispatch, PrefillMatchesReference) {
   DeviceBuffer v = DeviceBuffer::from(random_half(DType::bf16, size_t(ck.back()) * kHkv * kD, rng, &vx));
   DeviceBuffer o(size_t(cq.back()) * kHq * kD * 2), dcq = DeviceBuffer::from(cq), dck = DeviceBuffer::from(ck);
   o.memset(0xff);
+  test_gpu()->synchronize();  // the legacy stream's copies and memset, before the test's stream reads
   AttentionArgs a;
   a.q = q.as<void>();
   a.k = k.as<void>();

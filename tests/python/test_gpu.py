@@ -90,6 +90,7 @@ class Gpu(unittest.TestCase):
         seqused = torch.tensor(lens, dtype=torch.int32, device=dev)
         q = torch.randn(batch, 8, 128, device=dev, dtype=torch.bfloat16)
         stream = torch.cuda.Stream()
+        stream.wait_stream(torch.cuda.current_stream())  # the inputs were written on the current stream
         with torch.cuda.stream(stream):
             out, lse = self.att.decode(q, kc, vc, block_table, seqused, max(lens))
         stream.synchronize()
