@@ -11,10 +11,12 @@
 namespace attnc {
 
 class Device;
+struct DeviceInfo;
 
 // device = Device::name(), arch = Device::arch(), sm_count, driver_version = the driver's integer
 // version as text (e.g. "13000"), nvrtc_version = nvrtc_version() (what kernel records carry),
 // mode = tuning_mode(kind), bucket = bucket.label().
+TuningKey tuning_key(const DeviceInfo&, const std::string& spec_id, KernelKind, const ShapeBucket&);
 TuningKey tuning_key(const Device&, const std::string& spec_id, KernelKind, const ShapeBucket&);
 
 }  // namespace attnc

@@ -1,0 +1,185 @@
+/* attnc C API: one attention layer (a YAML spec) served by the runtime dispatcher.
+ *
+ * Plain C, no C++ types; every function returns an attnc_status (0 = ATTNC_OK) and never lets an
+ * exception out. On failure attnc_last_error() holds a message for the calling thread, naming the
+ * argument, what it got and what is allowed.
+ *
+ * ABI growth: attnc_options and attnc_call start with struct_size; fill it with sizeof and start
+ * from attnc_options_init / attnc_call_init, which set every field to its default. A library reads
+ * only the fields it knows; a struct_size smaller than the first version's is
+ * ATTNC_ERR_INVALID_ARGUMENT.
+ *
+ *   attnc_options opt; attnc_options_init(&opt);
+ *   attnc_attention* att;
+ *   if (attnc_attention_create_from_file("specs/llama-3-8b.yaml", &opt, &att)) puts(attnc_last_error());
+ *   attnc_attention_reserve(att, ATTNC_KIND_DECODE, 256, 1, 32768);
+ *   attnc_call c; attnc_call_init(&c);
+ *   c.kind = ATTNC_KIND_DECODE; c.q = q; c.k = k_cache; ...
+ *   attnc_attention_run(att, &c, stream);
+ *   attnc_attention_destroy(att);
+ */
+#ifndef ATTNC_H_
+#define ATTNC_H_
+
+#include <stddef.h>
+
+#if defined(__GNUC__)
+#define ATTNC_API __attribute__((visibility("default")))
+#else
+#define ATTNC_API
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum attnc_status {
+  ATTNC_OK = 0,
+  ATTNC_ERR_INVALID_ARGUMENT = 1, /* NULL handle or pointer, bad enum value, struct_size too small */
+  ATTNC_ERR_SPEC = 2,             /* the spec failed to read, parse or validate */
+  ATTNC_ERR_NOT_SUPPORTED = 3,    /* valid, but no template generates it yet */
+  ATTNC_ERR_BAD_CALL = 4,         /* the call's tensors, lengths or scalars do not fit the kernel */
+  ATTNC_ERR_NO_JIT = 5,           /* kernel not in the cache and JIT compiles are off */
+  ATTNC_ERR_COMPILE = 6,          /* NVRTC failed (the message has the log) */
+  ATTNC_ERR_NO_GPU = 7,           /* no CUDA driver or no GPU */
+  ATTNC_ERR_CUDA = 8,             /* a driver call failed */
+  ATTNC_ERR_BUFFER_TOO_SMALL = 9, /* an output buffer cannot hold the result */
+  ATTNC_ERR_DISPATCH = 10,        /* the dispatcher cannot serve the call (kind not in the spec, ...) */
+  ATTNC_ERR_INTERNAL = 11
+} attnc_status;
+
+typedef enum attnc_kind { ATTNC_KIND_PREFILL = 0, ATTNC_KIND_PREFILL_PAGED = 1, ATTNC_KIND_DECODE = 2 } attnc_kind;
+
+typedef enum attnc_dtype { ATTNC_DTYPE_UNSET = -1, ATTNC_DTYPE_BF16 = 0, ATTNC_DTYPE_FP16 = 1 } attnc_dtype;
+
+/* Where a call's config came from (see attnc_attention_select). */
+typedef enum attnc_origin {
+  ATTNC_ORIGIN_MEMORY = 0,    /* pinned in memory */
+  ATTNC_ORIGIN_TUNED = 1,     /* a tuning record */
+  ATTNC_ORIGIN_HEURISTIC = 2, /* no record: default config and split heuristic */
+  ATTNC_ORIGIN_FALLBACK = 3   /* a record exists but its kernel is not ready or failed: heuristic serves */
+} attnc_origin;
+
+typedef struct attnc_options {
+  size_t struct_size;     /* sizeof(attnc_options) */
+  const char* db;         /* NULL or "": default cache; "none": memory only; else a database path */
+  int device;             /* CUDA device ordinal */
+  int use_tuning;         /* 0: ignore tuning records */
+  int no_jit;             /* -1: from ATTNC_NO_JIT in the environment; 0: compile on a miss; 1: fail */
+  int background_compile; /* 1: a tuned kernel compiles on a worker while the heuristic one serves */
+  /* Describe the device instead of asking the driver (select and prepare then need no GPU):
+   * all four set, or device_name NULL. */
+  const char* device_name; /* e.g. "NVIDIA H200" */
+  const char* device_arch; /* e.g. "sm_90a" */
+  int device_sm_count;
+  int device_driver_version; /* e.g. 13000 */
+} attnc_options;
+
+/* One attention call; mirrors attnc::AttentionArgs (runtime/attention_args.h). Strides are in
+ * elements; 0 means contiguous where a default exists. */
+typedef struct attnc_call {
+  size_t struct_size; /* sizeof(attnc_call) */
+  int kind;           /* attnc_kind */
+  int dtype;          /* attnc_dtype of q/k/v/o, checked against the spec; ATTNC_DTYPE_UNSET: not stated */
+  int num_q_heads, num_kv_heads, head_dim, head_dim_v; /* checked when non-zero */
+
+  const void* q; /* [total_q, Hq, D] */
+  const void* k; /* contiguous [total_k, Hkv, D]; paged: the K plane */
+  const void* v;
+  void* o;                 /* [total_q, Hq, Dv] */
+  float* lse;              /* required iff the spec asks for LSE */
+  const int* cu_seqlens_q; /* [batch + 1]; NULL for plain decode (one token per request) */
+  const int* cu_seqlens_k; /* [batch + 1]: contiguous K/V */
+  int batch, max_seqlen_q, total_q, max_seqlen_k;
+
+  long long q_row_stride, q_head_stride;
+  long long k_row_stride, k_head_stride, k_block_stride;
+  long long v_row_stride, v_head_stride, v_block_stride;
+  long long o_row_stride, o_head_stride;
+
+  /* Paged K/V: page size, pages in the cache, and one page-table form. */
+  int page_size, num_blocks;
+  const int* block_table; /* [batch, block_table_stride] with seqused_k (FlashAttention / vLLM form) */
+  long long block_table_stride;
+  int max_blocks_per_seq;
+  const int* seqused_k;
+  const int* kv_indptr; /* FlashInfer form: [batch + 1] into kv_indices, with kv_last_page_len */
+  const int* kv_indices;
+  const int* kv_last_page_len;
+
+  float softmax_scale;           /* 0: 1/sqrt(head_dim) */
+  float softcap;                 /* < 0: the spec's */
+  int window_left, window_right; /* -2: the spec's; -1 unbounded */
+  const float* alibi_slopes;     /* [Hq] or [batch, Hq] fp32 */
+  long long alibi_batch_stride;
+  const float* sinks; /* [Hq] fp32 */
+
+  int num_splits;  /* 0: dispatcher's choice (lowered to fit the workspace); N: exactly N */
+  void* workspace; /* NULL: the handle's reserved workspace */
+  size_t workspace_bytes;
+} attnc_call;
+
+/* What attnc_attention_run would use for a shape. */
+typedef struct attnc_selection {
+  size_t struct_size; /* sizeof(attnc_selection) */
+  int num_splits;
+  int origin;        /* attnc_origin */
+  int cached;        /* the bucket was already in memory */
+  int kernel_loaded; /* the kernel is loaded: a run launches at once */
+  int block_m, block_n, warps, stages;
+} attnc_selection;
+
+typedef struct attnc_attention attnc_attention;
+
+ATTNC_API const char* attnc_version(void);
+/* The calling thread's last error message ("" when none); valid until its next attnc call. */
+ATTNC_API const char* attnc_last_error(void);
+
+ATTNC_API void attnc_options_init(attnc_options* options);
+ATTNC_API void attnc_call_init(attnc_call* call);
+
+/* options may be NULL (defaults). */
+ATTNC_API int attnc_attention_create_from_file(const char* spec_path, const attnc_options* options,
+                                               attnc_attention** out);
+ATTNC_API int attnc_attention_create_from_yaml(const char* yaml_text, const attnc_options* options,
+                                               attnc_attention** out);
+ATTNC_API void attnc_attention_destroy(attnc_attention* attention);
+
+/* stream is a CUstream (NULL: the legacy default stream). Allocates nothing and never
+ * synchronises once the shape's bucket is warm, so it can be captured in a CUDA graph. */
+ATTNC_API int attnc_attention_run(attnc_attention* attention, const attnc_call* call, void* stream);
+
+/* What run would pick. `selection` and `config_json` may each be NULL; config_json receives
+ * {"kind","bucket","config":{...},"num_splits","origin","entry","cached","kernel_loaded"} as JSON
+ * (ATTNC_ERR_BUFFER_TOO_SMALL when it does not fit: 1024 bytes always do). */
+ATTNC_API int attnc_attention_select(attnc_attention* attention, int kind, int batch, int max_seqlen_q,
+                                     int max_seqlen_k, attnc_selection* selection, char* config_json,
+                                     size_t config_json_size);
+
+/* Sizes the split-KV workspace for every call up to this shape (device memory). */
+ATTNC_API int attnc_attention_reserve(attnc_attention* attention, int kind, int batch, int max_seqlen_q,
+                                      int max_seqlen_k);
+ATTNC_API int attnc_attention_reserve_bytes(attnc_attention* attention, size_t bytes);
+/* The workspace reserve would allocate, without allocating (no GPU needed). */
+ATTNC_API int attnc_attention_workspace_needed(attnc_attention* attention, int kind, int batch, int max_seqlen_q,
+                                               int max_seqlen_k, size_t* bytes);
+
+/* Builds the kernel run would use for the shape into the cache (no GPU needed).
+ * kernel_origin (may be NULL): 0 memory, 1 loaded from the cache, 2 compiled here. */
+ATTNC_API int attnc_attention_prepare(attnc_attention* attention, int kind, int batch, int max_seqlen_q,
+                                      int max_seqlen_k, int* kernel_origin);
+/* Waits for background compiles. */
+ATTNC_API int attnc_attention_wait_background(attnc_attention* attention);
+/* The spec as the handle holds it, for bindings: {"name","spec_id","dtype","head_dim","head_dim_v",
+ * "num_q_heads","num_kv_heads","page_size","kv_layout","lse_layout","softcap","alibi","sinks","kernels":[...]}
+ * (ATTNC_ERR_BUFFER_TOO_SMALL when it does not fit: 2048 bytes always do). */
+ATTNC_API int attnc_attention_spec_json(attnc_attention* attention, char* json, size_t json_size);
+/* Warnings so far (cache unusable, tuning record ignored, background compile failed); "" if none.
+ * Valid until the next call on this thread. */
+ATTNC_API const char* attnc_attention_warnings(attnc_attention* attention);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ATTNC_H_ */

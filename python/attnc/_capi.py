@@ -1,0 +1,118 @@
+"""ctypes bindings of libattnc.so (include/attnc.h): structs, prototypes, and the library search.
+
+The library is found via $ATTNC_LIB (the .so, or a folder holding it), else next to this package,
+else in build/runtime/ and build-portable/runtime/ of the repository this package sits in.
+"""
+import ctypes
+import os
+
+c_int, c_ll, c_float, c_size_t, c_char_p, c_void_p = (ctypes.c_int, ctypes.c_longlong, ctypes.c_float,
+                                                      ctypes.c_size_t, ctypes.c_char_p, ctypes.c_void_p)
+c_int_p = ctypes.POINTER(c_int)
+
+OK, ERR_INVALID_ARGUMENT, ERR_SPEC, ERR_NOT_SUPPORTED, ERR_BAD_CALL, ERR_NO_JIT, ERR_COMPILE, ERR_NO_GPU, \
+    ERR_CUDA, ERR_BUFFER_TOO_SMALL, ERR_DISPATCH, ERR_INTERNAL = range(12)
+
+KINDS = {"prefill": 0, "prefill_paged": 1, "decode": 2}
+DTYPES = {None: -1, "bf16": 0, "fp16": 1}
+ORIGINS = ["memory", "tuned", "heuristic", "fallback"]
+
+
+class Options(ctypes.Structure):
+    _fields_ = [("struct_size", c_size_t), ("db", c_char_p), ("device", c_int), ("use_tuning", c_int),
+                ("no_jit", c_int), ("background_compile", c_int), ("device_name", c_char_p),
+                ("device_arch", c_char_p), ("device_sm_count", c_int), ("device_driver_version", c_int)]
+
+
+class Call(ctypes.Structure):
+    _fields_ = [("struct_size", c_size_t), ("kind", c_int), ("dtype", c_int),
+                ("num_q_heads", c_int), ("num_kv_heads", c_int), ("head_dim", c_int), ("head_dim_v", c_int),
+                ("q", c_void_p), ("k", c_void_p), ("v", c_void_p), ("o", c_void_p), ("lse", c_void_p),
+                ("cu_seqlens_q", c_void_p), ("cu_seqlens_k", c_void_p),
+                ("batch", c_int), ("max_seqlen_q", c_int), ("total_q", c_int), ("max_seqlen_k", c_int),
+                ("q_row_stride", c_ll), ("q_head_stride", c_ll),
+                ("k_row_stride", c_ll), ("k_head_stride", c_ll), ("k_block_stride", c_ll),
+                ("v_row_stride", c_ll), ("v_head_stride", c_ll), ("v_block_stride", c_ll),
+                ("o_row_stride", c_ll), ("o_head_stride", c_ll),
+                ("page_size", c_int), ("num_blocks", c_int), ("block_table", c_void_p),
+                ("block_table_stride", c_ll), ("max_blocks_per_seq", c_int), ("seqused_k", c_void_p),
+                ("kv_indptr", c_void_p), ("kv_indices", c_void_p), ("kv_last_page_len", c_void_p),
+                ("softmax_scale", c_float), ("softcap", c_float), ("window_left", c_int), ("window_right", c_int),
+                ("alibi_slopes", c_void_p), ("alibi_batch_stride", c_ll), ("sinks", c_void_p),
+                ("num_splits", c_int), ("workspace", c_void_p), ("workspace_bytes", c_size_t)]
+
+
+class Selection(ctypes.Structure):
+    _fields_ = [("struct_size", c_size_t), ("num_splits", c_int), ("origin", c_int), ("cached", c_int),
+                ("kernel_loaded", c_int), ("block_m", c_int), ("block_n", c_int), ("warps", c_int),
+                ("stages", c_int)]
+
+
+class AttncError(RuntimeError):
+    """An attnc call failed; .code is the attnc_status, the message says what and why."""
+
+    def __init__(self, code, message):
+        super().__init__(message)
+        self.code = code
+
+
+def _candidates():
+    env = os.environ.get("ATTNC_LIB")
+    if env:
+        yield os.path.join(env, "libattnc.so") if os.path.isdir(env) else env
+        return
+    here = os.path.dirname(os.path.abspath(__file__))
+    yield os.path.join(here, "libattnc.so")
+    yield os.path.join(os.path.dirname(here), "libattnc.so")
+    repo = os.path.dirname(os.path.dirname(here))
+    for build in ("build", "build-portable"):
+        yield os.path.join(repo, build, "runtime", "libattnc.so")
+
+
+_lib = None
+
+
+def lib():
+    """The loaded library with prototypes set (loaded once)."""
+    global _lib
+    if _lib is not None:
+        return _lib
+    tried = []
+    for path in _candidates():
+        tried.append(path)
+        if os.path.exists(path):
+            _lib = ctypes.CDLL(path)
+            break
+    else:
+        raise OSError("attnc: libattnc.so not found; set ATTNC_LIB to its path (tried: " + ", ".join(tried) + ")")
+    L = _lib
+    H = c_void_p
+    proto = {
+        "attnc_version": (c_char_p, []),
+        "attnc_last_error": (c_char_p, []),
+        "attnc_options_init": (None, [ctypes.POINTER(Options)]),
+        "attnc_call_init": (None, [ctypes.POINTER(Call)]),
+        "attnc_attention_create_from_file": (c_int, [c_char_p, ctypes.POINTER(Options), ctypes.POINTER(H)]),
+        "attnc_attention_create_from_yaml": (c_int, [c_char_p, ctypes.POINTER(Options), ctypes.POINTER(H)]),
+        "attnc_attention_destroy": (None, [H]),
+        "attnc_attention_run": (c_int, [H, ctypes.POINTER(Call), c_void_p]),
+        "attnc_attention_select": (c_int, [H, c_int, c_int, c_int, c_int, ctypes.POINTER(Selection),
+                                           ctypes.c_char_p, c_size_t]),
+        "attnc_attention_reserve": (c_int, [H, c_int, c_int, c_int, c_int]),
+        "attnc_attention_reserve_bytes": (c_int, [H, c_size_t]),
+        "attnc_attention_workspace_needed": (c_int, [H, c_int, c_int, c_int, c_int, ctypes.POINTER(c_size_t)]),
+        "attnc_attention_prepare": (c_int, [H, c_int, c_int, c_int, c_int, c_int_p]),
+        "attnc_attention_wait_background": (c_int, [H]),
+        "attnc_attention_spec_json": (c_int, [H, ctypes.c_char_p, c_size_t]),
+        "attnc_attention_warnings": (c_char_p, [H]),
+    }
+    for name, (res, args) in proto.items():
+        f = getattr(L, name)
+        f.restype, f.argtypes = res, args
+    return L
+
+
+def check(rc):
+    """Raises AttncError with the library's message for a non-zero status."""
+    if rc != OK:
+        raise AttncError(rc, lib().attnc_last_error().decode("utf-8", "replace"))

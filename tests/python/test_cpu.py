@@ -1,0 +1,125 @@
+"""The Python package without a GPU: version, spec errors, select() with a described device and
+without one, ATTNC_NO_JIT, argument checks before anything reaches the library."""
+import os
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+import attnc  # noqa: E402
+
+SPEC = """version: 1
+name: py-test
+head_dim: 64
+num_q_heads: 8
+num_kv_heads: 2
+dtype: bf16
+mask: causal
+lse: {layout: head_major, base: e}
+kernels: [prefill, decode]
+"""
+DEVICE = {"name": "Test GPU", "arch": "sm_90a", "sm_count": 132, "driver_version": 13000}
+
+
+def has_gpu():
+    try:
+        import torch
+        return torch.cuda.is_available()
+    except ImportError:
+        return False
+
+
+class Cpu(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.db = os.path.join(self.tmp.name, "attnc.db")
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def test_version(self):
+        self.assertRegex(attnc.version(), r"^\d+\.\d+\.\d+$")
+
+    def test_bad_spec_names_the_field(self):
+        with self.assertRaises(attnc.AttncError) as cm:
+            attnc.Attention("version: 1\nhead_dim: 65\n", db="none")
+        self.assertEqual(cm.exception.code, 2)
+        self.assertIn("head_dim", str(cm.exception))
+        with self.assertRaises(attnc.AttncError) as cm:
+            attnc.Attention("/nonexistent/spec.yaml", db="none")
+        self.assertIn("/nonexistent/spec.yaml", str(cm.exception))
+
+    def test_spec_from_a_file(self):
+        path = os.path.join(self.tmp.name, "s.yaml")
+        with open(path, "w") as f:
+            f.write(SPEC)
+        att = attnc.Attention(path, db=self.db, device_info=DEVICE)
+        self.assertEqual(att.spec["name"], "py-test")
+        self.assertEqual(att.spec["num_kv_heads"], 2)
+        self.assertEqual(att.spec["lse_layout"], "head_major")
+        self.assertEqual(att.spec["kernels"], ["prefill", "prefill_paged", "decode"])
+
+    def test_select_with_a_described_device(self):
+        att = attnc.Attention(SPEC, db=self.db, device_info=DEVICE)
+        s = att.select("decode", 1, 1, 8192)
+        self.assertEqual(s["origin"], "heuristic")
+        self.assertEqual(s["bucket"], "b1.q1.k8192")
+        self.assertEqual(s["config"]["family"], "decode_split")
+        self.assertEqual(s["num_splits"], 1)  # no workspace reserved: lowered to 1
+        self.assertFalse(s["cached"])
+        self.assertTrue(att.select("decode", 1, 1, 5000)["cached"])
+        self.assertGreater(att.workspace_needed(batch=1, max_seqlen_k=8192), 0)
+        self.assertIsNone(att.last_choice())
+        with self.assertRaises(ValueError) as cm:
+            att.select("merge", 1, 1, 1)
+        self.assertIn("expected one of prefill, prefill_paged, decode", str(cm.exception))
+
+    @unittest.skipIf(has_gpu(), "a GPU is present")
+    def test_select_without_a_gpu_says_so(self):
+        att = attnc.Attention(SPEC, db=self.db)  # creating needs no GPU
+        with self.assertRaises(attnc.AttncError) as cm:
+            att.select("decode", 1, 1, 128)
+        self.assertEqual(cm.exception.code, 7)  # ATTNC_ERR_NO_GPU
+        self.assertTrue(str(cm.exception))
+
+    def test_no_jit_from_the_environment(self):
+        os.environ["ATTNC_NO_JIT"] = "1"
+        try:
+            att = attnc.Attention(SPEC, db=self.db, device_info=DEVICE)
+        finally:
+            del os.environ["ATTNC_NO_JIT"]
+        with self.assertRaises(attnc.AttncError) as cm:
+            att.prepare("decode", 1, 1, 128)
+        msg = str(cm.exception)
+        self.assertEqual(cm.exception.code, 5)
+        self.assertIn("is not in the cache " + self.db, msg)
+        self.assertIn("ATTNC_NO_JIT=1", msg)
+        self.assertIn("attnc compile", msg)
+        self.assertIn("--kernel decode", msg)
+
+    def test_prepare_then_cached(self):
+        att = attnc.Attention(SPEC, db=self.db, device_info=DEVICE, no_jit=False)
+        self.assertEqual(att.prepare("decode", 2, 1, 300), "compiled")
+        self.assertEqual(att.prepare("decode", 2, 1, 300), "memory")
+        again = attnc.Attention(SPEC, db=self.db, device_info=DEVICE, no_jit=True)
+        self.assertEqual(again.prepare("decode", 2, 1, 300), "cache")
+
+    def test_argument_checks(self):
+        att = attnc.Attention(SPEC, db=self.db, device_info=DEVICE)
+        with self.assertRaises(ValueError) as cm:
+            att.decode(None, 1, 2, 3, 4, max_seqlen_k=10)
+        self.assertIn("q is required", str(cm.exception))
+        with self.assertRaises(TypeError) as cm:
+            att.decode("x", 1, 2, 3, 4, max_seqlen_k=10)
+        self.assertIn("q: expected a torch tensor", str(cm.exception))
+        with self.assertRaises(ValueError) as cm:  # raw pointers need sizes
+            att.decode(0x1000, 0x2000, 0x3000, 0x4000, 0x5000, max_seqlen_k=10)
+        self.assertIn("total_q is required when q is a pointer", str(cm.exception))
+        with self.assertRaises(TypeError) as cm:
+            att.prefill(0x1000, 0x2000, 0x3000, 0x4000, 0x5000, 4, 4, total_q=4, batch=1, out=0x6000,
+                        lse=0x7000, bogus=1)
+        self.assertIn("unexpected arguments: bogus", str(cm.exception))
+
+
+if __name__ == "__main__":
+    unittest.main()

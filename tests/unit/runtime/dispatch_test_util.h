@@ -1,0 +1,44 @@
+// Shared by the dispatcher tests: a small spec, a described (not opened) device and tuning records
+// written the way the tuner writes them.
+#pragma once
+
+#include <string>
+
+#include "cache/store.h"
+#include "generator/spec_parse.h"
+#include "runtime/device_info.h"
+#include "runtime/nvrtc_compiler.h"
+#include "runtime/shape_bucket.h"
+#include "runtime/tuned_choice.h"
+
+namespace attnc::test {
+
+// Head dim 64 keeps NVRTC compiles short.
+inline const char* kSmallSpecYaml = R"(version: 1
+name: dispatch-test
+head_dim: 64
+num_q_heads: 8
+num_kv_heads: 2
+dtype: bf16
+kv_cache: {dtype: same, layout: NHD, page_size: 16}
+mask: causal
+kernels: [prefill, decode]
+)";
+
+inline DeviceInfo test_device() { return {"Test GPU", "sm_90a", 132, 13000}; }
+
+inline TuningKey key_for(const Spec& spec, const DeviceInfo& d, KernelKind kind, const std::string& bucket) {
+  return {spec_id(spec),     d.name, d.arch, d.sm_count, std::to_string(d.driver_version), nvrtc_version(),
+          tuning_mode(kind), bucket};
+}
+
+inline void put_record(const std::string& db, const TuningKey& key, const std::string& config_json) {
+  Store store = Store::open(db);
+  TuningRecord r;
+  r.key = key;
+  r.config_json = config_json;
+  r.time_us = 10;
+  store.put_tuning(r);
+}
+
+}  // namespace attnc::test
