@@ -30,9 +30,11 @@ def arg(name, x, layout, dtypes=None, required=True):
     dtype = str(x.dtype).replace("torch.", "")
     if not getattr(x, "is_cuda", False):
         raise ValueError(f"{name} must be a CUDA tensor, got one on {x.device}")
-    ndim = layout.count(",") + 1
-    if x.dim() != ndim:
-        raise ValueError(f"{name} must be {layout} ({ndim} dims), got shape {tuple(x.shape)}")
+    # "[Hq] or [batch, Hq]": each alternative allows its own number of dims.
+    ndims = sorted({alt.count(",") + 1 for alt in layout.split(" or ")})
+    if x.dim() not in ndims:
+        dims = " or ".join(str(n) for n in ndims)
+        raise ValueError(f"{name} must be {layout} ({dims} dims), got shape {tuple(x.shape)}")
     if dtypes and dtype not in dtypes:
         raise TypeError(f"{name} must be {' or '.join(dtypes)}, got {dtype}")
     if x.stride(-1) != 1 and x.shape[-1] > 1:

@@ -51,7 +51,7 @@ void expect_matches(const std::vector<std::uint16_t>& got, const std::vector<dou
     else
       worst = std::max(worst, err);
   }
-  std::printf("RESULT %-28s max_abs_err=%.3g bad=%lld\n", what, worst, bad);
+  std::printf("RESULT dispatch %-28s %s max_abs_err=%.3g bad=%lld\n", what, bad ? "FAIL" : "PASS", worst, bad);
   EXPECT_EQ(bad, 0) << what << ": max_abs_err " << worst;
 }
 

@@ -1,5 +1,6 @@
 """The Python package without a GPU: version, spec errors, select() with a described device and
 without one, ATTNC_NO_JIT, argument checks before anything reaches the library."""
+import math
 import os
 import sys
 import tempfile
@@ -119,6 +120,32 @@ class Cpu(unittest.TestCase):
             att.prefill(0x1000, 0x2000, 0x3000, 0x4000, 0x5000, 4, 4, total_q=4, batch=1, out=0x6000,
                         lse=0x7000, bogus=1)
         self.assertIn("unexpected arguments: bogus", str(cm.exception))
+
+    def test_tensor_rank_per_layout_alternative(self):
+        """A layout with alternatives ("[Hq, total_q] or [total_q, Hq]", "[Hq] or [batch, Hq]")
+        takes a tensor of any alternative's rank and names them all otherwise."""
+        from attnc._tensors import arg
+
+        class FakeCuda:  # what arg() reads of a torch tensor, without torch
+            def __init__(self, *shape):
+                self.shape, self.dtype, self.is_cuda, self.device = shape, "torch.float32", True, "cuda:0"
+
+            def dim(self):
+                return len(self.shape)
+
+            def stride(self, i=None):
+                st = tuple(int(math.prod(self.shape[j + 1:])) for j in range(len(self.shape)))
+                return st if i is None else st[i]
+
+            def data_ptr(self):
+                return 0x1000
+
+        self.assertEqual(arg("lse", FakeCuda(8, 5), "[Hq, total_q] or [total_q, Hq]", ("float32",)).shape, (8, 5))
+        self.assertEqual(arg("alibi", FakeCuda(8), "[Hq] or [batch, Hq]", ("float32",)).shape, (8,))
+        self.assertEqual(arg("alibi", FakeCuda(2, 8), "[Hq] or [batch, Hq]", ("float32",)).shape, (2, 8))
+        with self.assertRaises(ValueError) as cm:
+            arg("lse", FakeCuda(8, 5, 1), "[Hq, total_q] or [total_q, Hq]", ("float32",))
+        self.assertIn("lse must be [Hq, total_q] or [total_q, Hq] (2 dims), got shape (8, 5, 1)", str(cm.exception))
 
 
 if __name__ == "__main__":
