@@ -248,8 +248,8 @@ def markdown(rows, jit, env):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--attnc", required=True, help="the attnc binary")
-    ap.add_argument("--db", required=True, help="cache with the tuning records (from tools/bench's tune step)")
+    ap.add_argument("--attnc", help="the attnc binary")
+    ap.add_argument("--db", help="cache with the tuning records (from tools/bench's tune step)")
     ap.add_argument("--workdir", required=True, help="where the bench specs are (tools/bench writes them)")
     ap.add_argument("--out", default=os.environ.get("OUT", "."), help="bench.json and bench.md go here")
     ap.add_argument("--page-size", type=int, default=16)
@@ -259,6 +259,8 @@ def main():
         for s in write_specs(args.workdir, args.page_size):
             print(s["path"], s["shapes_path"])
         return
+    if not args.attnc or not args.db:
+        ap.error("--attnc and --db are required to run the bench (only --write-specs goes without)")
     specs = write_specs(args.workdir, args.page_size)
     dev = torch.cuda.get_device_properties(0)
     env = dict(name=dev.name, sms=dev.multi_processor_count, torch=torch.__version__,

@@ -10,6 +10,7 @@
 #include "runtime/nvrtc_compiler.h"
 #include "runtime/shape_bucket.h"
 #include "runtime/tuned_choice.h"
+#include "runtime/tuning_key.h"
 
 namespace attnc::test {
 
@@ -27,9 +28,9 @@ kernels: [prefill, decode]
 
 inline DeviceInfo test_device() { return {"Test GPU", "sm_90a", 132, 13000}; }
 
+// The key the tuner writes under (runtime/tuning_key.h), for a bucket label such as "b4.q1.k1024".
 inline TuningKey key_for(const Spec& spec, const DeviceInfo& d, KernelKind kind, const std::string& bucket) {
-  return {spec_id(spec),     d.name, d.arch, d.sm_count, std::to_string(d.driver_version), nvrtc_version(),
-          tuning_mode(kind), bucket};
+  return tuning_key(d, spec_id(spec), kind, ShapeBucket::parse(kind, bucket));
 }
 
 inline void put_record(const std::string& db, const TuningKey& key, const std::string& config_json) {

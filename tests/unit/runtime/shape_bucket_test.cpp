@@ -4,7 +4,10 @@
 
 #include <set>
 
+#include "runtime/device_info.h"
+#include "runtime/nvrtc_compiler.h"
 #include "runtime/tuned_choice.h"
+#include "runtime/tuning_key.h"
 
 namespace attnc {
 namespace {
@@ -59,6 +62,12 @@ TEST(TunedChoice, CarriesTheCompiledConfigAndThePerCallSplitCount) {
   EXPECT_THROW(TunedChoice::from_json("{\"num_splits\":-1}", Config{}), std::invalid_argument);
   EXPECT_THROW(TunedChoice::from_json("{\"splits\":4}", Config{}), std::invalid_argument);
   EXPECT_THROW(TunedChoice::from_json("{\"tile\":4}", Config{}), std::invalid_argument);
+}
+
+TEST(TuningKey, NamesTheDeviceToolchainModeAndBucket) {
+  const TuningKey k = tuning_key(DeviceInfo{"NVIDIA H200", "sm_90a", 132, 13000}, "abc", KernelKind::decode,
+                                 ShapeBucket::of({KernelKind::decode, 48, 1, 8000}));
+  EXPECT_EQ(k, (TuningKey{"abc", "NVIDIA H200", "sm_90a", 132, "13000", nvrtc_version(), "decode", "b64.q1.k8192"}));
 }
 
 }  // namespace
