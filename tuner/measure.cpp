@@ -6,11 +6,11 @@
 #include <random>
 #include <stdexcept>
 
-#include "runtime/attention_check.h"
-#include "runtime/attention_launch.h"
-#include "runtime/cuda_driver.h"
-#include "runtime/event_wait.h"
-#include "runtime/half.h"
+#include "check/attention_check.h"
+#include "runtime/launch/attention_launch.h"
+#include "runtime/driver/cuda_driver.h"
+#include "runtime/driver/event_wait.h"
+#include "check/half.h"
 
 namespace attnc {
 namespace {

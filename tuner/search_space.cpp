@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "attnc/split_combine_shape.h"
+#include "attnc/params/split_combine_shape.h"
 
 namespace attnc {
 namespace {

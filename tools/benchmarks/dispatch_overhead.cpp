@@ -12,13 +12,13 @@
 #include <numeric>
 #include <vector>
 
-#include "generator/emit.h"
-#include "generator/spec_parse.h"
-#include "runtime/attention_launch.h"
-#include "runtime/cuda_driver.h"
-#include "runtime/device.h"
-#include "runtime/dispatcher.h"
-#include "runtime/kernel_builder.h"
+#include "generator/emit/emit.h"
+#include "generator/spec/spec_parse.h"
+#include "runtime/launch/attention_launch.h"
+#include "runtime/driver/cuda_driver.h"
+#include "runtime/driver/device.h"
+#include "runtime/dispatch/dispatcher.h"
+#include "runtime/compiler/kernel_builder.h"
 
 namespace attnc {
 namespace {

@@ -3,9 +3,9 @@
 #include <cstdio>
 #include <fstream>
 
-#include "generator/spec_kernels.h"
-#include "generator/spec_parse.h"
-#include "runtime/nvrtc_compiler.h"
+#include "generator/generate.h"
+#include "generator/spec/spec_parse.h"
+#include "runtime/compiler/nvrtc_compiler.h"
 #include "tools/cli/cli_common.h"
 
 namespace attnc::cli {

@@ -4,14 +4,14 @@
 #include <cstdio>
 #include <sstream>
 
-#include "generator/spec_kernels.h"
-#include "generator/spec_parse.h"
-#include "runtime/attention_check.h"
-#include "runtime/cuda_driver.h"
-#include "runtime/device.h"
-#include "runtime/kernel_builder.h"
-#include "runtime/module.h"
-#include "attnc/split_combine_shape.h"
+#include "generator/generate.h"
+#include "generator/spec/spec_parse.h"
+#include "check/attention_check.h"
+#include "runtime/driver/cuda_driver.h"
+#include "runtime/driver/device.h"
+#include "runtime/compiler/kernel_builder.h"
+#include "runtime/driver/module.h"
+#include "attnc/params/split_combine_shape.h"
 #include "tools/cli/cli_common.h"
 
 namespace attnc::cli {

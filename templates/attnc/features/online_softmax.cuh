@@ -4,7 +4,7 @@
 // and contributes exp2(-inf) = 0, so a fully masked row ends with sum 0 -> output 0, LSE -inf.
 #pragma once
 
-#include "attnc/ptx.cuh"
+#include "attnc/core/ptx.cuh"
 
 namespace attnc {
 

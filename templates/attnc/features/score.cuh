@@ -2,8 +2,8 @@
 // Softcap comes before any bias or mask: cap * tanh(scale * qk / cap).
 #pragma once
 
-#include "attnc/params.h"
-#include "attnc/ptx.cuh"
+#include "attnc/params/params.h"
+#include "attnc/core/ptx.cuh"
 
 namespace attnc {
 

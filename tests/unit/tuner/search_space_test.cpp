@@ -5,8 +5,8 @@
 
 #include <algorithm>
 
-#include "attnc/split_combine_shape.h"
-#include "generator/spec_parse.h"
+#include "attnc/params/split_combine_shape.h"
+#include "generator/spec/spec_parse.h"
 
 namespace attnc {
 namespace {
