@@ -64,6 +64,7 @@ struct AttentionSm80 {
     int seq, split;     // request, and KV part (split-KV)
     int q_begin, sq;    // the request's first row of q, and its query tokens
     int rows_here;      // rows of this block that exist
+    int tid;            // this thread (read once: kept in a register, not re-read per load)
     int t0, t1;         // the query tokens its rows cover
     Rows rows;
     BlockRange keys;
@@ -116,11 +117,12 @@ struct AttentionSm80 {
     w.sQ = smem;
     w.sK = w.sQ + QTile::kElems;
     w.sV = w.sK + STAGES * KTile::kElems;
+    w.tid = threadIdx.x;
     return true;
   }
 
   __device__ static void init_state(const AttentionParams& p, const Work& w, State& st) {
-    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int warp = w.tid / 32, lane = w.tid % 32;
     st.row0 = warp * 16 + lane / 4;
     st.col0 = (lane % 4) * 2;
 #pragma unroll
@@ -143,11 +145,11 @@ struct AttentionSm80 {
 
   // --- the pipeline: K/V tile `tile` into its stage, one cp.async group per tile.
   __device__ static void load_kv(const Work& w, const Kv& kv, int tile) {
-    const int n0 = w.keys.n_begin + tile * BN, stage = tile % STAGES, tid = threadIdx.x;
+    const int n0 = w.keys.n_begin + tile * BN, stage = tile % STAGES;
     KTile::template load_rows_async<NTHREADS, 2 * KSTEPS, D / 8>(w.sK + stage * KTile::kElems, kv.k_rows(n0),
-                                                                  kv.sk - n0, tid);
+                                                                  kv.sk - n0, w.tid);
     VTile::template load_rows_async<NTHREADS, 2 * DV16, DV / 8>(w.sV + stage * VTile::kElems, kv.v_rows(n0),
-                                                                 kv.sk - n0, tid);
+                                                                 kv.sk - n0, w.tid);
   }
 
   // Q with the first tile, then the rest of the pipeline's depth.
@@ -156,7 +158,7 @@ struct AttentionSm80 {
     const auto q_row = [&](int r) {
       return q + (w.q_begin + w.rows.token(r)) * p.q_row_stride + w.rows.head(r) * p.q_head_stride;
     };
-    QTile::template load_rows_async<NTHREADS, 2 * KSTEPS, D / 8>(w.sQ, q_row, w.rows_here, threadIdx.x);
+    QTile::template load_rows_async<NTHREADS, 2 * KSTEPS, D / 8>(w.sQ, q_row, w.rows_here, w.tid);
     if (w.keys.n_tiles > 0) load_kv(w, kv, 0);
     cp_async_commit();
 #pragma unroll
@@ -274,7 +276,7 @@ struct AttentionSm80 {
         *reinterpret_cast<u32*>(w.sQ + QTile::offset(st.row0 + 8 * r, i * 8 + st.col0)) =
             pack2<E>(st.acc_o[i][2 * r] * inv_sum[r], st.acc_o[i][2 * r + 1] * inv_sum[r]);
     if constexpr (T::kLse != LseOut::none) {
-      if (threadIdx.x % 4 == 0) {
+      if (w.tid % 4 == 0) {
 #pragma unroll
         for (int r = 0; r < 2; ++r) {
           const int row = st.row0 + r * 8;
@@ -289,7 +291,7 @@ struct AttentionSm80 {
     QTile::template store_rows<NTHREADS, DV>(
         w.sQ,
         [&](int r) { return o + (w.q_begin + w.rows.token(r)) * p.o_row_stride + w.rows.head(r) * p.o_head_stride; },
-        w.rows_here, threadIdx.x);
+        w.rows_here, w.tid);
   }
 
   // One split's normalised partial output (fp32) and base-2 LSE, straight from registers.
@@ -309,7 +311,7 @@ struct AttentionSm80 {
           *reinterpret_cast<float2*>(out + col) =
               make_float2(st.acc_o[i][2 * r] * inv_sum[r], st.acc_o[i][2 * r + 1] * inv_sum[r]);
       }
-      if (threadIdx.x % 4 == 0) p.lse_partial[slot] = lse2[r];
+      if (w.tid % 4 == 0) p.lse_partial[slot] = lse2[r];
     }
   }
 };
