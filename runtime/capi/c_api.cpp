@@ -1,10 +1,12 @@
 // The C API (include/attnc.h) over the dispatcher: handles, struct_size checks, and every
 // exception turned into a status code plus a thread-local message.
+#include <algorithm>
 #include <cstddef>
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "attnc_version.h"
 #include "generator/spec/spec_parse.h"
 #include "include/attnc.h"
 #include "runtime/driver/cuda_driver.h"
