@@ -10,6 +10,7 @@ config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(os.path.dirname(config.attnc_bin), "..", "tests", "lit-out")
 config.substitutions.append(("%attnc", config.attnc_bin))
 config.substitutions.append(("%src", config.attnc_src))
+config.substitutions.append(("%version", config.attnc_version))
 config.substitutions.append(("FileCheck", config.filecheck))
 config.substitutions.append(("not ", config.not_tool + " "))
 # Each test gets its own cache so tests never share state or touch the user's cache.
