@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <string_view>
 
-#include "generator/spec_parse.h"
+#include "generator/spec/spec_parse.h"
 
 namespace {
 

@@ -5,9 +5,9 @@
 #include <cstdio>
 #include <thread>
 
-#include "generator/spec_kernels.h"
-#include "generator/spec_parse.h"
-#include "runtime/kernel_builder.h"
+#include "generator/generate.h"
+#include "generator/spec/spec_parse.h"
+#include "runtime/compiler/kernel_builder.h"
 #include "tools/cli/cli_common.h"
 
 namespace attnc::cli {

@@ -16,6 +16,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "cache/schema.h"
 #include "cache/store.h"
 
 namespace attnc::test {

@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "generator/spec_parse.h"
+#include "generator/spec/spec_parse.h"
 
 namespace attnc {
 namespace {
@@ -139,8 +139,8 @@ TEST(SpecLimits, TextSizeLimit) {
 class SpecFiles : public testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::path(testing::TempDir()) /
-           ("spec_limits_" + std::string(testing::UnitTest::GetInstance()->current_test_info()->name()));
+    const std::string test = testing::UnitTest::GetInstance()->current_test_info()->name();
+    dir_ = fs::path(testing::TempDir()) / ("spec_limits_" + test);
     fs::remove_all(dir_);
     fs::create_directories(dir_);
   }
@@ -166,7 +166,7 @@ TEST_F(SpecFiles, OnlyRegularFiles) {
             "is a directory, not a spec file; allowed: a regular file");
   EXPECT_EQ(only_file_error("/dev/null").message,
             "is a character device, not a spec file; allowed: a regular file");
-  // FIFOs and /dev/zero are in tests/codegen/validate_special_files.test, under a time limit.
+  // FIFOs and /dev/zero are in tests/lit/cli/validate_special_files.test, under a time limit.
 }
 
 TEST_F(SpecFiles, MissingFile) {
