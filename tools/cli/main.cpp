@@ -3,6 +3,7 @@
 #include <cstdlib>
 
 #include "attnc_version.h"
+#include "generator/spec/spec_parse.h"
 #include "tools/cli/cli_common.h"
 
 int main(int argc, char** argv) {
@@ -27,6 +28,9 @@ int main(int argc, char** argv) {
     return e.code;
   } catch (const attnc::cli::Failed& e) {
     if (*e.what()) std::fprintf(stderr, "attnc: error: %s\n", e.what());
+    return 1;
+  } catch (const attnc::SpecError& e) {  // its lines already read "FILE:LINE:COL: error: ..."
+    std::fprintf(stderr, "%s\n", e.what());
     return 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "attnc: error: %s\n", e.what());

@@ -64,6 +64,21 @@ TEST(CApi, BadSpecNamesTheField) {
   EXPECT_NE(std::string(attnc_last_error()).find("/nonexistent/spec.yaml"), std::string::npos) << attnc_last_error();
 }
 
+// A text that once sent the YAML reader into an endless, allocating loop, and one over the size
+// limit: both are spec errors at once.
+TEST(CApi, UnboundedTextsAreSpecErrors) {
+  attnc_attention* h = nullptr;
+  EXPECT_EQ(attnc_attention_create_from_yaml(",\n", nullptr, &h), ATTNC_ERR_SPEC);
+  EXPECT_NE(std::string(attnc_last_error()).find(":1:1: error: YAML syntax error: unexpected ','"),
+            std::string::npos)
+      << attnc_last_error();
+  const std::string big = "version: 1\n#" + std::string(256 << 10, ' ') + "\n";
+  EXPECT_EQ(attnc_attention_create_from_yaml(big.c_str(), nullptr, &h), ATTNC_ERR_SPEC);
+  EXPECT_NE(std::string(attnc_last_error()).find("allowed: at most 262144 bytes (256 KiB)"),
+            std::string::npos)
+      << attnc_last_error();
+}
+
 TEST(CApi, NullArguments) {
   attnc_attention* h = nullptr;
   EXPECT_EQ(attnc_attention_create_from_yaml(nullptr, nullptr, &h), ATTNC_ERR_INVALID_ARGUMENT);
