@@ -68,6 +68,8 @@ std::int64_t scalar_i64(sql::Conn& c, const char* sql) {
 
 }  // namespace
 
+bool wal_mode(const std::string& path) { return read_raw(path).wal; }
+
 bool file_writable(const std::string& path) { return ::access(path.c_str(), W_OK) == 0; }
 bool dir_writable(const std::string& path) { return ::access(parent_dir(path).c_str(), W_OK | X_OK) == 0; }
 

@@ -32,6 +32,10 @@ struct State {
 
 State inspect(const std::string& path, int busy_timeout_ms);
 
+// Whether the file's header says WAL mode (what a cache is, even where a reader opened as
+// immutable sees "delete").
+bool wal_mode(const std::string& path);
+
 // Whether the file, and the directory that holds it, may be written by this process.
 bool file_writable(const std::string& path);
 bool dir_writable(const std::string& path);

@@ -2,6 +2,7 @@
 #include <filesystem>
 
 #include "cache/clock.h"
+#include "cache/file_state.h"
 #include "cache/lease_holder.h"
 #include "cache/reserve.h"
 #include "cache/schema.h"
@@ -54,6 +55,7 @@ Stats Store::stats() {
   auto c = impl_->borrow();
   Stats s;
   s.journal_mode = c->scalar("PRAGMA journal_mode", "read journal mode");
+  if (s.journal_mode == "delete" && file_state::wal_mode(impl_->path)) s.journal_mode = "wal";  // read as immutable
   {
     sql::Txn snapshot(*c, sql::Txn::Deferred);  // all counts from one state of the file
     s.schema_version = schema::version(*c);

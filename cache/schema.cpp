@@ -75,6 +75,21 @@ void create_v1(sql::Conn& c) {
          "create schema v1");
 }
 
+// Version 2. Configs lost their compiled split count (always 1; the split count is per call and
+// lives beside the config as num_splits): strip "splits" wherever a stored config carries it.
+void strip_config_splits_v2(sql::Conn& c) {
+  c.exec(R"sql(
+    UPDATE kernels SET config_json = json_remove(config_json, '$.splits')
+      WHERE json_type(config_json, '$.splits') IS NOT NULL;
+    UPDATE tuning SET
+      config_json = json_remove(config_json, '$.splits'),
+      candidates_json = (SELECT json_group_array(json_remove(value, '$.config.splits'))
+                           FROM json_each(tuning.candidates_json)),
+      measured_how = json_remove(measured_how, '$.baseline.config.splits');
+  )sql",
+         "strip compiled split counts from stored configs (schema v2)");
+}
+
 std::int64_t pragma_int(sql::Conn& c, const char* pragma) {
   std::string v = c.scalar(pragma, "read database header");
   return v.empty() ? 0 : std::stoll(v);
@@ -107,6 +122,7 @@ void migrate(sql::Conn& c) {
 const std::vector<Migration>& migrations() {
   static const std::vector<Migration> list = {
       {1, "initial schema: meta, specs, kernels, tuning, leases", create_v1},
+      {2, "configs without a compiled split count", strip_config_splits_v2},
   };
   return list;
 }

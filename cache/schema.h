@@ -15,7 +15,7 @@
 
 namespace attnc::schema {
 
-inline constexpr int kVersion = 1;
+inline constexpr int kVersion = 2;
 inline constexpr std::int32_t kApplicationId = 0x6174746e;  // "attn"
 
 struct Migration {

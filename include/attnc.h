@@ -75,7 +75,7 @@ typedef struct attnc_options {
   int device_driver_version; /* e.g. 13000 */
 } attnc_options;
 
-/* One attention call; mirrors attnc::AttentionArgs (runtime/attention_args.h). Strides are in
+/* One attention call; mirrors attnc::AttentionArgs (runtime/launch/attention_args.h). Strides are in
  * elements; 0 means contiguous where a default exists. */
 typedef struct attnc_call {
   size_t struct_size; /* sizeof(attnc_call) */

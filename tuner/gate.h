@@ -6,8 +6,8 @@
 
 #include <string>
 
-#include "runtime/attention_check.h"
-#include "runtime/shape_bucket.h"
+#include "check/attention_check.h"
+#include "runtime/dispatch/shape_bucket.h"
 
 namespace attnc {
 

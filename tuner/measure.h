@@ -11,11 +11,11 @@
 #include <memory>
 #include <vector>
 
-#include "runtime/attention_args.h"
-#include "runtime/device.h"
-#include "runtime/kv_cache_layout.h"
-#include "runtime/module.h"
-#include "runtime/shape_bucket.h"
+#include "runtime/launch/attention_args.h"
+#include "runtime/driver/device.h"
+#include "runtime/launch/kv_cache_layout.h"
+#include "runtime/driver/module.h"
+#include "runtime/dispatch/shape_bucket.h"
 
 namespace attnc {
 

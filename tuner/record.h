@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "cache/records.h"
-#include "runtime/shape_bucket.h"
-#include "runtime/tuned_choice.h"
+#include "runtime/dispatch/shape_bucket.h"
+#include "runtime/dispatch/tuned_choice.h"
 
 namespace attnc {
 

@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <tuple>
 
-#include "runtime/tuned_choice.h"
+#include "runtime/dispatch/tuned_choice.h"
 
 namespace attnc {
 namespace {

@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "generator/plan.h"
-#include "runtime/shape_bucket.h"
-#include "runtime/tuned_choice.h"
+#include "generator/plan/plan.h"
+#include "runtime/dispatch/shape_bucket.h"
+#include "runtime/dispatch/tuned_choice.h"
 
 namespace attnc {
 

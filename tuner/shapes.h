@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "generator/spec.h"
-#include "runtime/shape_bucket.h"
+#include "generator/spec/spec.h"
+#include "runtime/dispatch/shape_bucket.h"
 
 namespace attnc {
 

@@ -3,14 +3,14 @@
 #include <algorithm>
 #include <map>
 
-#include "generator/emit.h"
-#include "generator/spec_parse.h"
-#include "runtime/attention_args.h"
-#include "runtime/cuda_driver.h"
-#include "runtime/event_wait.h"
-#include "runtime/module.h"
-#include "runtime/thread_pool.h"
-#include "runtime/tuning_key.h"
+#include "generator/emit/emit.h"
+#include "generator/spec/spec_parse.h"
+#include "runtime/launch/attention_args.h"
+#include "runtime/driver/cuda_driver.h"
+#include "runtime/driver/event_wait.h"
+#include "runtime/driver/module.h"
+#include "runtime/compiler/thread_pool.h"
+#include "runtime/dispatch/tuning_key.h"
 #include "tuner/gate.h"
 #include "tuner/record.h"
 #include "tuner/search_space.h"

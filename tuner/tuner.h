@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "cache/store.h"
-#include "runtime/device.h"
-#include "runtime/kernel_builder.h"
-#include "runtime/shape_bucket.h"
+#include "runtime/driver/device.h"
+#include "runtime/compiler/kernel_builder.h"
+#include "runtime/dispatch/shape_bucket.h"
 #include "tuner/measure.h"
 #include "tuner/progress.h"
 

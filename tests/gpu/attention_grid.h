@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "generator/plan.h"
-#include "runtime/attention_check.h"
+#include "generator/plan/plan.h"
+#include "check/attention_check.h"
 
 namespace attnc::grid {
 

@@ -15,11 +15,11 @@
 #include <ostream>
 #include <set>
 
-#include "generator/emit.h"
-#include "runtime/cuda_driver.h"
-#include "runtime/device.h"
-#include "runtime/module.h"
-#include "runtime/nvrtc_compiler.h"
+#include "generator/emit/emit.h"
+#include "runtime/driver/cuda_driver.h"
+#include "runtime/driver/device.h"
+#include "runtime/driver/module.h"
+#include "runtime/compiler/nvrtc_compiler.h"
 #include "tests/gpu/attention_grid.h"
 
 namespace attnc::grid {

@@ -1,4 +1,4 @@
-// cache_write on the GPU, bit-exact against the host reference (runtime/ops_reference.h): the whole
+// cache_write on the GPU, bit-exact against the host reference (check/ops_reference.h): the whole
 // cache buffer, poisoned with 0xff before the call, must equal the reference image byte for byte,
 // so every slot is written exactly and nothing else is touched (padded tokens with slot -1, a
 // slot past the cache, a guard region after it, the other plane, padded key rows). Covers the
@@ -15,8 +15,8 @@
 #include <ostream>
 #include <unordered_set>
 
-#include "runtime/cache_write_args.h"
-#include "runtime/ops_reference.h"
+#include "runtime/launch/cache_write_args.h"
+#include "check/ops_reference.h"
 #include "tests/gpu/ops_gpu_util.h"
 
 namespace attnc {

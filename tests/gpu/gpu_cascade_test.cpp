@@ -1,4 +1,4 @@
-// Cascade attention on the GPU (runtime/cascade.h: prefix pass, suffix pass, merge) against the
+// Cascade attention on the GPU (runtime/launch/cascade.h: prefix pass, suffix pass, merge) against the
 // float64 reference attention over each request's whole KV, gathered from the paged cache. Fresh
 // random inputs every run; output and workspace poisoned; a vLLM-layout cache (2, nb, bs, Hkv, D)
 // with shuffled pages, shared prefix pages at the start of every block-table row, a row stride
@@ -14,8 +14,8 @@
 #include <numeric>
 #include <ostream>
 
-#include "runtime/cascade_program.h"
-#include "runtime/reference.h"
+#include "runtime/launch/cascade_program.h"
+#include "check/reference.h"
 #include "tests/gpu/ops_gpu_util.h"
 
 namespace attnc {

@@ -10,11 +10,11 @@
 #include <cstdio>
 #include <numeric>
 
-#include "runtime/dispatcher.h"
-#include "runtime/reference.h"
+#include "runtime/dispatch/dispatcher.h"
+#include "check/reference.h"
 #include "tests/gpu/ops_gpu_util.h"
 #include "tests/unit/cache/cache_test_util.h"
-#include "tests/unit/runtime/dispatch_test_util.h"
+#include "tests/unit/runtime/dispatch/dispatch_test_util.h"
 
 namespace attnc {
 namespace {

@@ -8,13 +8,13 @@
 #include <cstring>
 #include <random>
 
-#include "attnc/params.h"
-#include "runtime/cuda_driver.h"
-#include "runtime/device.h"
-#include "runtime/half.h"
-#include "runtime/module.h"
-#include "runtime/nvrtc_compiler.h"
-#include "tests/unit/runtime/test_kernels.h"
+#include "attnc/params/params.h"
+#include "runtime/driver/cuda_driver.h"
+#include "runtime/driver/device.h"
+#include "check/half.h"
+#include "runtime/driver/module.h"
+#include "runtime/compiler/nvrtc_compiler.h"
+#include "tests/unit/runtime/compiler/test_kernels.h"
 
 namespace attnc {
 namespace {
@@ -121,7 +121,7 @@ std::uint16_t half_of(int v) { return float_to_fp16(float(v)); }
 // mma.sync m16n8k16 through inline PTX, parameters in the shared AttentionParams struct: checks the
 // fragment layout the prefill_sm80 family relies on, and that host and NVRTC agree on the struct.
 TEST_F(DriverSmoke, MmaTileMatchesHost) {
-  // The same mma kernel the compiler unit tests build (tests/unit/runtime/test_kernels.h).
+  // The same mma kernel the compiler unit tests build (tests/unit/runtime/compiler/test_kernels.h).
   const auto k = compile_kernel(test::mma_kernel(device_->arch(), "attnc_smoke_mma"));
   Module module(k.cubin);
 

@@ -1,4 +1,4 @@
-// merge_states on the GPU against the float64 reference (runtime/ops_reference.h): fresh random
+// merge_states on the GPU against the float64 reference (check/ops_reference.h): fresh random
 // inputs every run, poisoned outputs (every element and LSE must be written), bf16 and fp16, head
 // sizes 8..256 (72: not a multiple of 16), LSE base e and 2, LSEs [H, T] (vLLM) and [T, H],
 // +inf and -inf LSEs (one side empty, both empty: 0 and -inf), a side that dominates by 40,
@@ -11,8 +11,8 @@
 #include <limits>
 #include <ostream>
 
-#include "runtime/merge_args.h"
-#include "runtime/ops_reference.h"
+#include "runtime/launch/merge_args.h"
+#include "check/ops_reference.h"
 #include "tests/gpu/ops_gpu_util.h"
 
 namespace attnc {

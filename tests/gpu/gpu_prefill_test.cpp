@@ -9,12 +9,12 @@
 #include <map>
 #include <memory>
 
-#include "generator/emit.h"
-#include "runtime/cuda_driver.h"
-#include "runtime/device.h"
-#include "runtime/module.h"
-#include "runtime/nvrtc_compiler.h"
-#include "runtime/attention_check.h"
+#include "generator/emit/emit.h"
+#include "runtime/driver/cuda_driver.h"
+#include "runtime/driver/device.h"
+#include "runtime/driver/module.h"
+#include "runtime/compiler/nvrtc_compiler.h"
+#include "check/attention_check.h"
 
 namespace attnc {
 namespace {

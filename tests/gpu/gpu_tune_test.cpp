@@ -9,11 +9,11 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
-#include "generator/spec_parse.h"
-#include "runtime/device.h"
-#include "runtime/kernel_builder.h"
-#include "runtime/tuned_choice.h"
-#include "runtime/tuning_key.h"
+#include "generator/spec/spec_parse.h"
+#include "runtime/driver/device.h"
+#include "runtime/compiler/kernel_builder.h"
+#include "runtime/dispatch/tuned_choice.h"
+#include "runtime/dispatch/tuning_key.h"
 #include "tuner/shapes.h"
 #include "tuner/tuner.h"
 

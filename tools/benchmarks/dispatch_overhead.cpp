@@ -12,13 +12,13 @@
 #include <numeric>
 #include <vector>
 
-#include "generator/emit.h"
-#include "generator/spec_parse.h"
-#include "runtime/attention_launch.h"
-#include "runtime/cuda_driver.h"
-#include "runtime/device.h"
-#include "runtime/dispatcher.h"
-#include "runtime/kernel_builder.h"
+#include "generator/emit/emit.h"
+#include "generator/spec/spec_parse.h"
+#include "runtime/launch/attention_launch.h"
+#include "runtime/driver/cuda_driver.h"
+#include "runtime/driver/device.h"
+#include "runtime/dispatch/dispatcher.h"
+#include "runtime/compiler/kernel_builder.h"
 
 namespace attnc {
 namespace {
@@ -150,10 +150,9 @@ void BM_DirectLaunch(benchmark::State& state) {
   const Kernel combine = module.kernel(src.entry + "_combine", 0);
   Inputs in;
   Stream stream;
-  const int splits = choose_num_splits(plan, kBatch, 1, kLen, dev.sm_count());
+  const int splits = decide_num_splits(plan, {kBatch, 1, kLen, kBatch, dev.sm_count()}, 0);
   DeviceBuffer ws(std::max<size_t>(attention_workspace_bytes(plan, kBatch, splits), 16));
   AttentionArgs args = in.args;
-  args.num_sms = dev.sm_count();
   args.num_splits = splits;
   args.workspace = ws.as<void>();
   args.workspace_bytes = ws.size();

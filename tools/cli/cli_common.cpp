@@ -6,7 +6,7 @@
 #include <iostream>
 
 #include "cache/cache_path.h"
-#include "runtime/device.h"
+#include "runtime/driver/device.h"
 
 namespace fs = std::filesystem;
 

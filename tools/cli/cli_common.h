@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "generator/spec.h"
+#include "generator/spec/spec.h"
 
 namespace attnc::cli {
 

@@ -9,9 +9,9 @@
 #include <thread>
 
 #include "cache/cache_path.h"
-#include "generator/spec_kernels.h"
-#include "generator/spec_parse.h"
-#include "runtime/kernel_builder.h"
+#include "generator/generate.h"
+#include "generator/spec/spec_parse.h"
+#include "runtime/compiler/kernel_builder.h"
 #include "tools/cli/cli_common.h"
 
 namespace attnc::cli {

@@ -3,9 +3,9 @@
 #include <cstdio>
 #include <fstream>
 
-#include "generator/spec_kernels.h"
-#include "generator/spec_parse.h"
-#include "runtime/nvrtc_compiler.h"
+#include "generator/generate.h"
+#include "generator/spec/spec_parse.h"
+#include "runtime/compiler/nvrtc_compiler.h"
 #include "tools/cli/cli_common.h"
 
 namespace attnc::cli {
@@ -24,8 +24,9 @@ struct GenOptions {
 void run_gen(const GenOptions& o) {
   const Spec s = load_spec(o.spec);
   const std::string arch = o.arch.empty() ? "sm_90a" : o.arch;
-  for (const auto& k : spec_kernels(s, arch, o.config)) {
-    if (o.kernel != to_string(k.kind)) continue;
+  for (KernelKind kind : kernels_of(s)) {
+    if (o.kernel != to_string(kind)) continue;
+    const SpecKernel k = generate_kernel(s, kind, arch, o.config);
     if (!k.source) throw Failed(o.spec + ": " + to_string(k.kind) + ": " + k.skipped);
     std::string text;
     if (o.ptx) {

@@ -2,10 +2,10 @@
 #include <cstdio>
 
 #include "cache/cache_path.h"
-#include "generator/embedded_templates.h"
-#include "runtime/cuda_driver.h"
-#include "runtime/device.h"
-#include "runtime/nvrtc_compiler.h"
+#include "generator/emit/embedded_templates.h"
+#include "runtime/driver/cuda_driver.h"
+#include "runtime/driver/device.h"
+#include "runtime/compiler/nvrtc_compiler.h"
 #include "tools/cli/cli_common.h"
 
 namespace attnc::cli {

@@ -8,11 +8,11 @@
 #include <cstdio>
 #include <fstream>
 
-#include "attnc/split_combine_shape.h"
-#include "generator/spec_parse.h"
-#include "runtime/cuda_driver.h"
-#include "runtime/device.h"
-#include "runtime/kernel_builder.h"
+#include "attnc/params/split_combine_shape.h"
+#include "generator/spec/spec_parse.h"
+#include "runtime/driver/cuda_driver.h"
+#include "runtime/driver/device.h"
+#include "runtime/compiler/kernel_builder.h"
 #include "tools/cli/cli_common.h"
 #include "tuner/budget.h"
 #include "tuner/report_html.h"

@@ -2,7 +2,7 @@
 #include <cstdio>
 #include <iostream>
 
-#include "generator/spec_parse.h"
+#include "generator/spec/spec_parse.h"
 #include "tools/cli/cli_common.h"
 
 namespace attnc::cli {

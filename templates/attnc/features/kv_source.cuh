@@ -1,10 +1,10 @@
 // Where key token n of one (request, kv head) lives: contiguous varlen rows, or a paged cache in
-// any of the three page-table forms (see AttentionParams in attnc/params.h). Every family loads
+// any of the three page-table forms (see AttentionParams in attnc/params/params.h). Every family loads
 // K/V tiles through this piece, so the layouts are written once.
 #pragma once
 
-#include "attnc/params.h"
-#include "attnc/ptx.cuh"
+#include "attnc/params/params.h"
+#include "attnc/core/ptx.cuh"
 
 namespace attnc {
 

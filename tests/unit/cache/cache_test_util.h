@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "cache/schema.h"
 #include "cache/store.h"
 
 namespace attnc::test {

@@ -108,7 +108,7 @@ TEST(Lease, EightProcessesOpeningNewFilesTogether) {
         char c;
         if (read(gun[0], &c, 1) != 0) return 2;
         Store s = Store::open(db);
-        return s.stats().schema_version == 1 ? 0 : 3;
+        return s.stats().schema_version == schema::kVersion ? 0 : 3;
       }));
     }
     close(gun[0]);

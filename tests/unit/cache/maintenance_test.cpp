@@ -68,7 +68,7 @@ TEST(Verify, SoundDatabase) {
   for (bool full : {true, false}) {
     VerifyReport r = s.verify(full);
     EXPECT_TRUE(r.ok());
-    EXPECT_EQ(r.schema_version, 1);
+    EXPECT_EQ(r.schema_version, schema::kVersion);
     EXPECT_EQ(r.kernels_checked, 1);
     EXPECT_EQ(r.tuning_checked, 1);
   }

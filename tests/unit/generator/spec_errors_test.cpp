@@ -2,7 +2,7 @@
 // allowed. Table-driven: one row per mistake a user could make.
 #include <gtest/gtest.h>
 
-#include "generator/spec_parse.h"
+#include "generator/spec/spec_parse.h"
 
 namespace attnc {
 namespace {

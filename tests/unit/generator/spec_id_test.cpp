@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <map>
 
-#include "generator/spec_parse.h"
+#include "generator/spec/spec_parse.h"
 
 namespace attnc {
 namespace {

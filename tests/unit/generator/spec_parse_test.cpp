@@ -1,5 +1,5 @@
 // Good specs: defaults, derived values, every field, and every shipped spec under specs/.
-#include "generator/spec_parse.h"
+#include "generator/spec/spec_parse.h"
 
 #include <gtest/gtest.h>
 

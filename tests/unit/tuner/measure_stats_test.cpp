@@ -1,7 +1,7 @@
 // The statistics and rotation arithmetic of the measurement, without a GPU.
 #include <gtest/gtest.h>
 
-#include "generator/spec_parse.h"
+#include "generator/spec/spec_parse.h"
 #include "tuner/measure.h"
 #include "tuner/progress.h"
 

@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <set>
 
-#include "generator/spec_parse.h"
+#include "generator/spec/spec_parse.h"
 
 namespace attnc {
 namespace {

@@ -1,0 +1,57 @@
+#include "generator/plan/config.h"
+
+#include <nlohmann/json.hpp>
+
+#include <stdexcept>
+
+namespace attnc {
+
+std::string Config::short_name() const {
+  std::string s = "m" + std::to_string(block_m) + "n" + std::to_string(block_n) + "w" +
+                  std::to_string(warps) + "s" + std::to_string(stages);
+  return s;
+}
+
+std::string Config::to_json() const {
+  nlohmann::ordered_json j;
+  j["family"] = family;
+  j["block_m"] = block_m;
+  j["block_n"] = block_n;
+  j["warps"] = warps;
+  j["stages"] = stages;
+  return j.dump();
+}
+
+Config Config::from_json(const std::string& text) { return from_json(text, Config{}); }
+
+Config Config::from_json(const std::string& text, const Config& base) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const std::exception& e) {
+    throw std::invalid_argument(std::string("config: not valid JSON: ") + e.what());
+  }
+  if (!j.is_object()) throw std::invalid_argument("config: expected a JSON object");
+  Config c = base;
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    const std::string& key = it.key();
+    if (key == "family") {
+      if (!it->is_string()) throw std::invalid_argument("config.family: expected a string");
+      c.family = it->get<std::string>();
+      continue;
+    }
+    int* field = key == "block_m"  ? &c.block_m
+                 : key == "block_n" ? &c.block_n
+                 : key == "warps"   ? &c.warps
+                 : key == "stages"  ? &c.stages
+                                    : nullptr;
+    if (!field)
+      throw std::invalid_argument("config." + key +
+                                  ": unknown field; allowed: family, block_m, block_n, warps, stages");
+    if (!it->is_number_integer()) throw std::invalid_argument("config." + key + ": expected an integer");
+    *field = it->get<int>();
+  }
+  return c;
+}
+
+}  // namespace attnc

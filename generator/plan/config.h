@@ -1,0 +1,26 @@
+// A Config is what the tuner may change without changing the result and what is compiled in:
+// template family, tiles, warps, pipeline stages. The split-KV count is per call
+// (generator/split_kv.h; a tuning record keeps it beside the Config as TunedChoice::num_splits).
+#pragma once
+
+#include <string>
+
+namespace attnc {
+
+struct Config {
+  std::string family = "prefill_sm80";
+  int block_m = 128;
+  int block_n = 64;
+  int warps = 8;
+  int stages = 2;
+
+  // "m128n64w8s2": short, stable, used in kernel names.
+  std::string short_name() const;
+  std::string to_json() const;
+  // Fields present in `json` override `base`; throws std::invalid_argument naming the field.
+  static Config from_json(const std::string& json, const Config& base);
+  static Config from_json(const std::string& json);
+  bool operator==(const Config&) const = default;
+};
+
+}  // namespace attnc

@@ -1,0 +1,72 @@
+#include "generator/plan/plan.h"
+
+#include "generator/plan/plan_attention.h"
+#include "generator/plan/plan_ops.h"
+#include "generator/spec/spec_parse.h"
+
+namespace attnc {
+
+const char* to_string(KernelKind k) {
+  switch (k) {
+    case KernelKind::prefill: return "prefill";
+    case KernelKind::prefill_paged: return "prefill_paged";
+    case KernelKind::decode: return "decode";
+    case KernelKind::merge: return "merge";
+    case KernelKind::cache_write: return "cache_write";
+  }
+  return "?";
+}
+
+// `prefill` in a spec means both prefill kernels: over contiguous K/V (encoders, the new tokens
+// of a chunk) and over the paged cache (chunked prefill, prefix caching).
+std::vector<KernelKind> kernels_of(const Spec& s) {
+  std::vector<KernelKind> out;
+  if (s.kernels.prefill) {
+    out.push_back(KernelKind::prefill);
+    out.push_back(KernelKind::prefill_paged);
+  }
+  if (s.kernels.decode) out.push_back(KernelKind::decode);
+  if (s.kernels.merge) out.push_back(KernelKind::merge);
+  if (s.kernels.cache_write) out.push_back(KernelKind::cache_write);
+  return out;
+}
+
+const std::vector<std::string>& supported_archs() {
+  static const std::vector<std::string> archs = {"sm_80", "sm_86", "sm_89", "sm_90", "sm_90a"};
+  return archs;
+}
+
+ArchInfo arch_info(const std::string& arch) {
+  // Opt-in shared memory per block, from the CUDA programming guide's per-arch tables.
+  if (arch == "sm_80") return {arch, 8, 0, 163 * 1024};
+  if (arch == "sm_86" || arch == "sm_89") return {arch, 8, arch == "sm_86" ? 6 : 9, 99 * 1024};
+  if (arch == "sm_90" || arch == "sm_90a") return {arch, 9, 0, 227 * 1024};
+  std::string allowed;
+  for (const auto& a : supported_archs()) allowed += (allowed.empty() ? "" : ", ") + a;
+  throw std::invalid_argument("arch '" + arch + "' is not supported; allowed: " + allowed);
+}
+
+Config default_config(const Spec& s, KernelKind kind, const std::string& arch) {
+  return is_op_kind(kind) ? default_op_config(s, kind, arch) : default_attention_config(s, kind, arch);
+}
+
+KernelPlan plan_kernel(const Spec& s, KernelKind kind, const Config& c, const std::string& arch) {
+  return is_op_kind(kind) ? plan_op_kernel(s, kind, c, arch) : plan_attention_kernel(s, kind, c, arch);
+}
+
+KernelPlan base_plan(const Spec& s, KernelKind kind, const Config& c, const std::string& arch) {
+  KernelPlan p;
+  p.kind = kind;
+  p.family = c.family;
+  p.arch = arch;
+  p.spec = s;
+  p.spec_id = spec_id(s);
+  p.config = c;
+  return p;
+}
+
+std::string KernelPlan::variant_name() const {
+  return is_op_kind(kind) ? op_variant_name(*this) : attention_variant_name(*this);
+}
+
+}  // namespace attnc

@@ -1,0 +1,118 @@
+#include "generator/plan/plan_attention.h"
+
+#include <algorithm>
+
+#include "generator/spec/spec_parse.h"
+
+namespace attnc {
+namespace {
+
+bool is_attention_family(const std::string& f) { return f == "prefill_sm80" || f == "decode_split"; }
+
+const char* family_for(KernelKind kind) { return kind == KernelKind::decode ? "decode_split" : "prefill_sm80"; }
+
+// What the attention templates cannot express yet; each line names the feature.
+void check_supported(const Spec& s, KernelKind kind) {
+  if (s.mla.enabled && kind == KernelKind::decode)
+    throw NotSupportedYet("MLA absorbed decode (latent K/V aliasing; no mla_decode family yet)");
+  if (s.sparse.enabled) throw NotSupportedYet("block-sparse attention (no sparse_prefill family yet)");
+  if (s.quant != QuantMode::none)
+    throw NotSupportedYet(std::string("quant ") + to_string(s.quant) + " (no quantised family yet)");
+  if (kind != KernelKind::prefill && s.kv_cache.dtype != KvDType::same)
+    throw NotSupportedYet(std::string("reading a ") + to_string(s.kv_cache.dtype) +
+                          " KV cache (attention reads 16-bit caches; cache_write stores fp8)");
+  for (int d : {s.head_dim, s.head_dim_v})
+    if (d % 8 != 0 || d < 8 || d > 256)
+      throw NotSupportedYet("head dim " + std::to_string(d) + " (supported: multiples of 8 up to 256)");
+}
+
+int smem_bytes(const Spec& s, const Config& c) {
+  const int dq = padded_head_dim(s.head_dim), dv = padded_head_dim(s.head_dim_v);
+  return 2 * (c.block_m * std::max(dq, dv) + c.stages * c.block_n * (dq + dv));
+}
+
+void check_config(const Spec& s, const Config& c, const ArchInfo& arch) {
+  if (c.warps < 1 || c.warps > 16) throw BadConfig("warps " + std::to_string(c.warps) + "; allowed: 1..16");
+  if (c.block_m != 16 * c.warps)
+    throw BadConfig("block_m " + std::to_string(c.block_m) + " with " + std::to_string(c.warps) + " warps; " +
+                    c.family + " gives each warp 16 rows, so block_m must be " + std::to_string(16 * c.warps));
+  if (c.block_n < 16 || c.block_n > 256 || c.block_n % 16 != 0)
+    throw BadConfig("block_n " + std::to_string(c.block_n) + "; allowed: a multiple of 16 in 16..256");
+  if (c.stages < 2 || c.stages > 4) throw BadConfig("stages " + std::to_string(c.stages) + "; allowed: 2..4");
+  const int smem = smem_bytes(s, c);
+  if (smem > arch.max_smem_per_block)
+    throw BadConfig(c.short_name() + " needs " + std::to_string(smem) + " bytes of shared memory; " + arch.name +
+                    " allows " + std::to_string(arch.max_smem_per_block));
+}
+
+// Canonical mask code, so specs that compute the same mask share a kernel: a window (-1, 0) is
+// causal and a window (-1, -1) is no mask.
+// The mask the kernel compiles: a window unbounded on the left and 0 on the right is causal, one
+// unbounded on both sides is no mask.
+MaskKind compiled_mask(const MaskSpec& m) {
+  if (m.kind != MaskKind::sliding_window || m.window_left >= 0) return m.kind;
+  if (m.window_right == 0) return MaskKind::causal;
+  return m.window_right < 0 ? MaskKind::none : m.kind;
+}
+
+}  // namespace
+
+int padded_head_dim(int d) { return (d + 63) / 64 * 64; }
+
+Config default_attention_config(const Spec& s, KernelKind kind, const std::string& arch) {
+  Config c;
+  c.family = family_for(kind);
+  const int d = std::max(s.head_dim, s.head_dim_v);
+  if (kind == KernelKind::decode) { c.block_m = 64; c.warps = 4; c.block_n = d <= 128 ? 64 : 32; }
+  else if (d <= 64) { c.block_m = 128; c.warps = 8; c.block_n = 128; }
+  else if (d <= 128) { c.block_m = 128; c.warps = 8; c.block_n = 64; }
+  else { c.block_m = 64; c.warps = 4; c.block_n = 32; }  // d256: BN 64 spills (O alone is 128 registers)
+  c.stages = 2;
+  // Shrink the K/V tile until it fits the arch (sm_86/89 have 99 KiB).
+  const ArchInfo info = arch_info(arch);
+  while (c.block_n > 16 && smem_bytes(s, c) > info.max_smem_per_block) c.block_n /= 2;
+  return c;
+}
+
+KernelPlan plan_attention_kernel(const Spec& s, KernelKind kind, const Config& c, const std::string& arch) {
+  const ArchInfo info = arch_info(arch);
+  if (!is_attention_family(c.family))
+    throw NotSupportedYet("family '" + c.family + "' for " + to_string(kind) + " kernels (available: " +
+                          family_for(kind) + ")");
+  if (c.family != family_for(kind))
+    throw BadConfig("family '" + c.family + "' does not make " + to_string(kind) + " kernels; use " +
+                    family_for(kind));
+  check_supported(s, kind);
+  check_config(s, c, info);
+
+  KernelPlan p = base_plan(s, kind, c, arch);
+  p.head_dim = s.head_dim;
+  p.head_dim_v = s.head_dim_v;
+  p.group = s.group_size();
+  p.mask_kind = compiled_mask(s.mask);
+  p.softcap = s.softcap > 0;
+  p.lse = s.lse.layout == LseLayout::none ? LseOut::none : s.lse.base == LseBase::e ? LseOut::base_e : LseOut::base_2;
+  p.alibi = s.alibi;
+  p.sinks = s.sinks;
+  p.paged = kind != KernelKind::prefill;
+  p.pack_gqa = kind == KernelKind::decode;
+  p.split_kv = kind == KernelKind::decode;
+  p.threads = 32 * c.warps;
+  p.smem_bytes = smem_bytes(s, c);
+  return p;
+}
+
+std::string attention_variant_name(const KernelPlan& p) {
+  static const char* masks[] = {"nomask", "causal", "window"};  // by MaskKind
+  std::string n = p.family + "_" + to_string(p.spec.dtype) + "_d" + std::to_string(p.head_dim);
+  if (p.head_dim_v != p.head_dim) n += "v" + std::to_string(p.head_dim_v);
+  n += "_g" + std::to_string(p.group) + "_" + masks[int(p.mask_kind)];
+  if (p.softcap) n += "_softcap";
+  if (p.alibi != Alibi::none) n += p.alibi == Alibi::linear ? "_alibi" : "_sqrtalibi";
+  if (p.sinks) n += "_sinks";
+  if (p.lse != LseOut::none) n += p.lse == LseOut::base_e ? "_lse" : "_lse2";
+  if (p.paged && p.family == "prefill_sm80") n += "_paged";
+  return n + "_" + p.config.short_name();
+}
+
+}  // namespace attnc

@@ -1,0 +1,14 @@
+// Planning of the small op kernels that are not attention: merge_attn_states (family
+// merge_states) and reshape_and_cache_flash (family cache_write). plan.cpp dispatches here.
+#pragma once
+
+#include "generator/plan/plan.h"
+
+namespace attnc {
+
+bool is_op_kind(KernelKind);                 // merge, cache_write
+Config default_op_config(const Spec&, KernelKind, const std::string& arch);
+KernelPlan plan_op_kernel(const Spec&, KernelKind, const Config&, const std::string& arch);
+std::string op_variant_name(const KernelPlan&);
+
+}  // namespace attnc

@@ -1,0 +1,118 @@
+// The dispatcher's insides (runtime/dispatch/dispatcher.h), shared by its implementation files: the
+// per-bucket choice table, the kernel slots by config, the device, the workspace and the
+// background compiler.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <future>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "runtime/driver/device.h"
+#include "runtime/dispatch/dispatcher.h"
+#include "runtime/dispatch/kernel_slot.h"
+#include "runtime/compiler/thread_pool.h"
+
+namespace attnc {
+
+struct DriverApi;
+
+// What one bucket is served with; immutable once in the table (pin() replaces the whole entry).
+struct BucketEntry {
+  ShapeBucket bucket;
+  TunedChoice choice;  // config of `wanted`; num_splits 0 = the heuristic per call
+  ChoiceOrigin origin = ChoiceOrigin::heuristic;
+  KernelSlot* wanted = nullptr;    // the choice's kernel
+  KernelSlot* fallback = nullptr;  // the heuristic kernel (== wanted without a record)
+};
+
+struct Attention::Impl {
+  Impl(Spec spec, AttentionOptions options);
+
+  // --- the table (dispatch_table.cpp)
+  // The bucket's entry, resolving it on first sight (tuning record once, else the heuristic).
+  // `cached` says whether it was in the table already.
+  BucketEntry& entry(const ShapeBucket& bucket, bool* cached = nullptr) {
+    {
+      std::shared_lock lock(table_mutex);
+      if (auto it = table.find(bucket.key()); it != table.end()) {
+        if (cached) *cached = true;
+        return *it->second;
+      }
+    }
+    if (cached) *cached = false;
+    return resolve(bucket);
+  }
+  BucketEntry& resolve(const ShapeBucket&);
+  void pin(const ShapeBucket&, const TunedChoice&);
+  KernelSlot* slot_for(KernelKind, const Config&);  // resolve_mutex held
+  KernelSlot* heuristic_slot(KernelKind);           // resolve_mutex held
+  void check_kind(KernelKind) const;
+
+  // The kernel a call of this entry uses now, and the origin to report.
+  KernelSlot* serving(const BucketEntry& e, ChoiceOrigin* origin) const {
+    *origin = e.origin;
+    if (e.wanted == e.fallback || e.wanted->loaded()) return e.wanted;
+    if (e.wanted->failed() || options.background_compile) {
+      *origin = ChoiceOrigin::fallback;
+      return e.fallback;
+    }
+    return e.wanted;
+  }
+  // The split count of a call served by `s`: the caller's when `forced` > 0; else the tuned count
+  // when the tuned kernel serves, else the heuristic, lowered to what `workspace` holds.
+  int splits(const BucketEntry& e, const KernelSlot& s, SplitShape shape, int forced, size_t workspace) const {
+    shape.num_sms = sm_count.load(std::memory_order_relaxed);
+    const int tuned = &s == e.wanted ? e.choice.num_splits : 0;
+    return decide_num_splits(s.plan(), shape, forced, tuned, workspace);
+  }
+
+  // --- kernels and the device (dispatcher.cpp)
+  KernelSlot* make_ready(BucketEntry&, CUstream stream);  // the slow path of run()
+  void queue_background(KernelSlot*);
+  const DeviceInfo& info();
+  Device& device() {
+    if (Device* d = device_ptr.load(std::memory_order_acquire)) return *d;
+    return open_device();
+  }
+  Device& open_device();
+  void warn(const std::string&);
+
+  Spec spec;
+  std::string spec_id;
+  AttentionOptions options;
+  bool no_jit = false;
+  std::string db_label;
+  std::unique_ptr<KernelBuilder> builder;
+  BuildSettings settings;
+
+  std::mutex device_mutex;
+  std::optional<DeviceInfo> device_info;
+  std::atomic<const DeviceInfo*> info_ptr{nullptr};
+  std::atomic<int> sm_count{0};
+  std::unique_ptr<Device> device_owner;
+  std::atomic<Device*> device_ptr{nullptr};
+  const DriverApi* api = nullptr;  // set with the device
+
+  mutable std::shared_mutex table_mutex;  // guards `table`; writers also hold resolve_mutex
+  std::unordered_map<std::uint64_t, BucketEntry*> table;
+  std::mutex resolve_mutex;                                  // one resolution at a time: one SQLite read per bucket
+  std::vector<std::unique_ptr<BucketEntry>> entries;         // every entry ever made (pin() retires, never frees)
+  std::map<std::string, std::unique_ptr<KernelSlot>> slots;  // by kind + config JSON
+
+  std::optional<DeviceBuffer> workspace;
+  void* workspace_ptr = nullptr;
+  size_t workspace_size = 0;
+
+  mutable std::mutex misc_mutex;  // warnings, pending
+  std::string warnings;
+  std::vector<std::future<void>> pending;
+  std::unique_ptr<ThreadPool> background;  // last: joined first on destruction
+};
+
+}  // namespace attnc

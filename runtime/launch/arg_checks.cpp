@@ -1,0 +1,47 @@
+#include "runtime/launch/arg_checks.h"
+
+#include <algorithm>
+#include <cstdint>
+
+namespace attnc {
+
+void ArgCheck::fail(const std::string& what) const { throw BadCall(op_ + ": " + what); }
+
+void ArgCheck::pointer(const char* name, const void* p, int align) const {
+  require(p != nullptr, name, " is null");
+  require(reinterpret_cast<std::uintptr_t>(p) % align == 0, name, " must be ", align, "-byte aligned",
+          (align >= 8 ? " (vector access)" : ""));
+}
+
+void ArgCheck::strides(const char* name, std::initializer_list<long long> s, int multiple, int element_bytes) const {
+  for (long long v : s) {
+    require(v > 0, name, " strides must be positive, got ", v);
+    require(v % multiple == 0, name, " strides must be multiples of ", multiple, " elements (",
+            multiple * element_bytes, " bytes), got ", v);
+  }
+}
+
+// Sufficient test: taking the dimensions by increasing stride, each stride must clear everything
+// the smaller ones reach (one-row dimensions do not count). No allocation unless it fails.
+void ArgCheck::disjoint(const char* name, long long width, std::initializer_list<Dim> dims) const {
+  constexpr int kMaxDims = 8;
+  require(dims.size() <= kMaxDims, name, ": at most ", kMaxDims, " dimensions, got ", dims.size());
+  Dim d[kMaxDims]{};
+  int n = 0;
+  for (const Dim& x : dims)
+    if (x.count > 1) d[n++] = x;
+  std::stable_sort(d, d + n, [](const Dim& a, const Dim& b) { return a.stride < b.stride; });
+  long long reach = width;  // elements covered by one index of the dimensions so far
+  for (int i = 0; i < n; ++i) {
+    if (d[i].stride < reach) {
+      std::string covered = message("rows of ", width, " elements");
+      for (int j = 0; j < i; ++j)
+        covered += message(" and the ", d[j].name, " stride ", d[j].stride, " (x", d[j].count, ")");
+      fail(message(name, " overlaps itself: ", d[i].name, " stride ", d[i].stride, " (x", d[i].count, ") < ", reach,
+                   ", the span of ", covered));
+    }
+    reach += d[i].stride * (d[i].count - 1);
+  }
+}
+
+}  // namespace attnc

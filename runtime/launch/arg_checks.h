@@ -1,0 +1,41 @@
+// Argument checks shared by the op calls (merge, cache_write, cascade): each failure is a BadCall
+// that starts with the op's name and says what was given and what is allowed.
+#pragma once
+
+#include <initializer_list>
+#include <string>
+
+#include "runtime/launch/attention_args.h"
+#include "runtime/launch/error_message.h"
+
+namespace attnc {
+
+class ArgCheck {
+ public:
+  explicit ArgCheck(std::string op) : op_(std::move(op)) {}
+
+  // The message pieces are joined only when the check fails (see error_message.h).
+  template <class... Parts>
+  void require(bool ok, const Parts&... what) const {
+    if (!ok) fail(message(what...));
+  }
+  [[noreturn]] void fail(const std::string& what) const;
+
+  // Not null and `align`-byte aligned.
+  void pointer(const char* name, const void* p, int align) const;
+  // Each stride > 0 and a multiple of `multiple` elements of `element_bytes` (vector accesses).
+  void strides(const char* name, std::initializer_list<long long> s, int multiple, int element_bytes) const;
+  // Rows of `width` contiguous elements at sum_k i_k * stride_k (i_k < count_k) must not overlap:
+  // an output that overlaps itself would be written by two threads. `dims` holds {name, count,
+  // stride}.
+  struct Dim {
+    const char* name;
+    long long count, stride;
+  };
+  void disjoint(const char* name, long long width, std::initializer_list<Dim> dims) const;
+
+ private:
+  std::string op_;
+};
+
+}  // namespace attnc

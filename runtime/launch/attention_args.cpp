@@ -1,0 +1,260 @@
+#include "runtime/launch/attention_args.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <string>
+
+#include "attnc/params/split_combine_shape.h"
+#include "runtime/launch/error_message.h"
+
+namespace attnc {
+namespace {
+
+template <class... Parts>
+void require(bool ok, const Parts&... what) {
+  if (!ok) throw BadCall("attention: " + message(what...));
+}
+
+long long or_default(long long stride, long long dflt) { return stride ? stride : dflt; }
+
+// 16-byte vector loads need 16-byte aligned rows: base pointer and every stride in whole chunks.
+void check_tensor(const char* name, const void* ptr, std::initializer_list<long long> strides) {
+  require(ptr != nullptr, name, " is null");
+  require(reinterpret_cast<std::uintptr_t>(ptr) % 16 == 0, name, " must be 16-byte aligned (vector loads)");
+  for (long long s : strides) {
+    require(s > 0, name, " strides must be positive, got ", s);
+    require(s % 8 == 0, name, " strides must be multiples of 8 elements (16 bytes), got ", s);
+  }
+}
+
+// The page-table form a call uses, checked for completeness and consistency.
+void check_paged(const KernelPlan& plan, const AttentionArgs& a) {
+  require(a.page_size >= 16 && a.page_size % 16 == 0, "page_size must be a positive multiple of 16, got ", a.page_size);
+  require(a.num_blocks >= 1, "num_blocks (pages in the cache) must be >= 1, got ", a.num_blocks);
+  const bool flashinfer = a.kv_indptr || a.kv_indices || a.kv_last_page_len;
+  if (flashinfer) {
+    require(a.kv_indptr && a.kv_indices && a.kv_last_page_len,
+            "the FlashInfer page table needs kv_indptr, kv_indices and kv_last_page_len together");
+    require(!a.block_table && !a.seqused_k,
+            "give either kv_indptr/kv_indices/kv_last_page_len or block_table, not both");
+  } else {
+    require(a.block_table != nullptr,
+            "a paged call needs block_table (with seqused_k or cu_seqlens_k) or kv_indptr/kv_indices/kv_last_page_len");
+    require(a.seqused_k || a.cu_seqlens_k, "block_table needs KV lengths: seqused_k or cu_seqlens_k");
+    require(a.max_blocks_per_seq >= 1, "max_blocks_per_seq (usable columns of block_table) must be >= 1");
+    require(a.block_table_stride >= a.max_blocks_per_seq, "block_table_stride ", a.block_table_stride,
+            " is smaller than max_blocks_per_seq ", a.max_blocks_per_seq);
+    require(reinterpret_cast<std::uintptr_t>(a.block_table) % 4 == 0, "block_table must be 4-byte aligned");
+  }
+  (void)plan;
+}
+
+// Page-table contents against the host mirrors: no page past the cache, no request longer than
+// its row of the table.
+void check_host_metadata(const AttentionArgs& a, const AttentionHostMetadata& h, bool paged) {
+  const int b = a.batch;
+  if (h.cu_seqlens_q) {
+    require(h.cu_seqlens_q[0] == 0, "cu_seqlens_q[0] must be 0, got ", h.cu_seqlens_q[0]);
+    for (int i = 0; i < b; ++i) {
+      const int len = h.cu_seqlens_q[i + 1] - h.cu_seqlens_q[i];
+      require(len >= 0, "cu_seqlens_q must be non-decreasing (request ", i, ")");
+      require(len <= a.max_seqlen_q, "request ", i, " has ", len, " query tokens, over max_seqlen_q ", a.max_seqlen_q);
+    }
+    require(h.cu_seqlens_q[b] <= a.total_q, "cu_seqlens_q ends at ", h.cu_seqlens_q[b], ", past total_q ", a.total_q);
+  }
+  if (h.cu_seqlens_k)
+    for (int i = 0; i < b; ++i)
+      require(h.cu_seqlens_k[i + 1] >= h.cu_seqlens_k[i], "cu_seqlens_k must be non-decreasing (request ", i, ")");
+  if (!paged) return;
+  if (a.kv_indptr) {
+    require(h.kv_indptr && h.kv_indices && h.kv_last_page_len,
+            "host metadata for the FlashInfer form needs kv_indptr, kv_indices and kv_last_page_len");
+    for (int i = 0; i < b; ++i) {
+      const int lo = h.kv_indptr[i], hi = h.kv_indptr[i + 1];
+      require(lo >= 0 && hi >= lo, "kv_indptr must be non-negative and non-decreasing (request ", i, ")");
+      require(hi <= h.num_kv_indices, "kv_indptr[", i + 1, "] = ", hi, " points past kv_indices (", h.num_kv_indices,
+              " entries)");
+      if (hi > lo) {
+        const int last = h.kv_last_page_len[i];
+        require(last >= 1 && last <= a.page_size, "kv_last_page_len[", i, "] = ", last, "; allowed: 1..", a.page_size);
+      }
+      for (int j = lo; j < hi; ++j)
+        require(h.kv_indices[j] >= 0 && h.kv_indices[j] < a.num_blocks, "kv_indices[", j, "] = ", h.kv_indices[j],
+                " (request ", i, ") points past the cache of ", a.num_blocks, " pages");
+    }
+    return;
+  }
+  require(h.block_table != nullptr, "host metadata for a block-table call needs block_table");
+  require(a.seqused_k ? h.seqused_k != nullptr : h.cu_seqlens_k != nullptr,
+          a.seqused_k ? "host metadata needs seqused_k" : "host metadata needs cu_seqlens_k");
+  const long long capacity = (long long)a.max_blocks_per_seq * a.page_size;
+  for (int i = 0; i < b; ++i) {
+    const int len = a.seqused_k ? h.seqused_k[i] : h.cu_seqlens_k[i + 1] - h.cu_seqlens_k[i];
+    require(len >= 0, "request ", i, " has a negative KV length ", len);
+    require(len <= capacity, "request ", i, " has ", len, " KV tokens, over the block table's capacity ", capacity,
+            " (", a.max_blocks_per_seq, " pages of ", a.page_size, ")");
+    const int pages = (len + a.page_size - 1) / a.page_size;
+    for (int j = 0; j < pages; ++j) {
+      const int page = h.block_table[i * a.block_table_stride + j];
+      require(page >= 0 && page < a.num_blocks, "block_table[", i, "][", j, "] = ", page, " points past the cache of ",
+              a.num_blocks, " pages");
+    }
+  }
+}
+
+// A window given per call must be one the compiled mask reads: a causal or unmasked kernel
+// ignores window sizes, so a different window there would be silently dropped.
+void check_window(const KernelPlan& plan, const AttentionArgs& a) {
+  require(a.window_left >= -2 && a.window_right >= -2,
+          "window sizes must be >= -1 (-1 unbounded; -2 takes the spec's), got (", a.window_left, ", ", a.window_right,
+          ")");
+  if (plan.mask_kind == MaskKind::sliding_window || (a.window_left == -2 && a.window_right == -2)) return;
+  const int left = a.window_left == -2 ? -1 : a.window_left, right = a.window_right == -2 ? -1 : a.window_right;
+  const bool same = plan.mask_kind == MaskKind::causal ? left == -1 && (right == 0 || a.window_right == -2) : left == -1 && right == -1;
+  require(same, "window (", a.window_left, ", ", a.window_right, ") given but the kernel was compiled ",
+          (plan.mask_kind == MaskKind::causal ? "causal" : "without a mask"), "; a window needs a sliding_window spec");
+}
+
+}  // namespace
+
+AttentionLaunch prepare_attention(const KernelPlan& plan, const AttentionArgs& a) {
+  const Spec& s = plan.spec;
+  const int hq = s.num_q_heads, hkv = s.num_kv_heads, d = plan.head_dim, dv = plan.head_dim_v;
+  if (a.dtype)
+    require(*a.dtype == s.dtype, "q/k/v/o are ", to_string(*a.dtype), " but the kernel was compiled for ",
+            to_string(s.dtype));
+  auto same = [](const char* what, int given, int compiled) {
+    require(given == 0 || given == compiled, what, " is ", given, " but the kernel was compiled for ", compiled);
+  };
+  same("num_q_heads", a.num_q_heads, hq);
+  same("num_kv_heads", a.num_kv_heads, hkv);
+  same("head_dim", a.head_dim, d);
+  same("head_dim_v", a.head_dim_v, dv);
+  require(a.batch >= 1, "batch must be >= 1, got ", a.batch);
+  require(a.max_seqlen_q >= 0, "max_seqlen_q must be >= 0");
+  require(a.total_q >= 0, "total_q must be >= 0");
+  if (!a.cu_seqlens_q)
+    require(plan.kind == KernelKind::decode, "cu_seqlens_q is required (only decode takes one token per request)");
+  if (!a.cu_seqlens_q) {
+    require(a.max_seqlen_q <= 1, "without cu_seqlens_q every request has one token: max_seqlen_q <= 1");
+    require(a.total_q >= a.batch, "without cu_seqlens_q every request has one token: total_q ", a.total_q,
+            " must be >= batch ", a.batch);
+  }
+  // (0 would leave the packed rows of large groups without blocks.)
+  const int max_seqlen_q = query_len_bound(a);
+
+  AttentionParams p{};
+  p.q = a.q; p.k = a.k; p.v = a.v; p.o = a.o; p.lse = a.lse;
+  p.cu_seqlens_q = a.cu_seqlens_q;
+  p.cu_seqlens_k = a.cu_seqlens_k;
+  p.q_row_stride = or_default(a.q_row_stride, (long long)hq * d);
+  p.q_head_stride = or_default(a.q_head_stride, d);
+  p.o_row_stride = or_default(a.o_row_stride, (long long)hq * dv);
+  p.o_head_stride = or_default(a.o_head_stride, dv);
+  check_tensor("q", a.q, {p.q_row_stride, p.q_head_stride});
+  check_tensor("o", a.o, {p.o_row_stride, p.o_head_stride});
+
+  if (plan.paged) {
+    check_paged(plan, a);
+    p.k_row_stride = a.k_row_stride; p.k_head_stride = a.k_head_stride; p.k_block_stride = a.k_block_stride;
+    p.v_row_stride = a.v_row_stride; p.v_head_stride = a.v_head_stride; p.v_block_stride = a.v_block_stride;
+    check_tensor("k", a.k, {p.k_row_stride, p.k_head_stride, p.k_block_stride});
+    check_tensor("v", a.v, {p.v_row_stride, p.v_head_stride, p.v_block_stride});
+    p.page_size = a.page_size;
+    p.block_table = a.block_table;
+    p.block_table_stride = a.block_table_stride;
+    p.seqused_k = a.seqused_k;
+    p.kv_indptr = a.kv_indptr;
+    p.kv_indices = a.kv_indices;
+    p.kv_last_page_len = a.kv_last_page_len;
+  } else {
+    require(a.cu_seqlens_k != nullptr, "cu_seqlens_k is required with contiguous K/V");
+    require(!a.block_table && !a.kv_indptr && !a.kv_indices && !a.kv_last_page_len && !a.seqused_k,
+            "a page table was given but this kernel reads contiguous K/V (use the prefill_paged kernel)");
+    p.k_row_stride = or_default(a.k_row_stride, (long long)hkv * d);
+    p.k_head_stride = or_default(a.k_head_stride, d);
+    p.v_row_stride = or_default(a.v_row_stride, (long long)hkv * dv);
+    p.v_head_stride = or_default(a.v_head_stride, dv);
+    check_tensor("k", a.k, {p.k_row_stride, p.k_head_stride});
+    check_tensor("v", a.v, {p.v_row_stride, p.v_head_stride});
+  }
+  if (a.host) check_host_metadata(a, *a.host, plan.paged);
+
+  if (plan.lse != LseOut::none) {
+    require(a.lse != nullptr, "the spec asks for LSE output but lse is null");
+    require(reinterpret_cast<std::uintptr_t>(a.lse) % 4 == 0, "lse must be 4-byte aligned");
+    const bool head_major = s.lse.layout == LseLayout::head_major;
+    p.lse_row_stride = head_major ? 1 : hq;
+    p.lse_head_stride = head_major ? a.total_q : 1;
+  } else {
+    require(a.lse == nullptr, "lse given but the spec has lse.layout none");
+  }
+
+  p.batch = a.batch;
+  p.num_q_heads = hq;
+  p.num_kv_heads = hkv;
+  p.max_seqlen_q = a.max_seqlen_q;
+  p.total_q = a.total_q;
+  require(a.softmax_scale == 0 || (a.softmax_scale > 0 && std::isfinite(a.softmax_scale)),
+          "softmax_scale must be finite and > 0 (or 0 for 1/sqrt(head_dim)), got ", a.softmax_scale);
+  const float scale = a.softmax_scale > 0 ? a.softmax_scale : 1.0f / std::sqrt(float(d));
+  p.scale_log2 = scale * 1.4426950408889634f;
+  const float cap = a.softcap >= 0 ? a.softcap : s.softcap;
+  require((cap > 0) == plan.softcap,
+          plan.softcap ? "softcap must be > 0: the kernel was compiled with softcap"
+                       : "softcap given but the kernel was compiled without it (spec softcap: 0)");
+  p.softcap = cap;
+  p.softcap_inv_scale = cap > 0 ? scale / cap : 0.f;
+  check_window(plan, a);
+  p.window_left = a.window_left >= -1 ? a.window_left : s.mask.window_left;
+  p.window_right = a.window_right >= -1 ? a.window_right : s.mask.window_right;
+
+  require((a.alibi_slopes != nullptr) == (plan.alibi != Alibi::none),
+          plan.alibi != Alibi::none ? "alibi_slopes [Hq] is required: the spec has alibi" : "alibi_slopes given but the spec has no alibi");
+  require(a.alibi_batch_stride == 0 || a.alibi_batch_stride >= hq,
+          "alibi_batch_stride must be 0 ([Hq] slopes) or >= Hq ([batch, Hq]), got ", a.alibi_batch_stride);
+  p.alibi_slopes = a.alibi_slopes;
+  p.alibi_batch_stride = a.alibi_batch_stride;
+  require((a.sinks != nullptr) == plan.sinks,
+          plan.sinks ? "sinks [Hq] is required: the spec has sinks" : "sinks given but the spec has no sinks");
+  p.sinks = a.sinks;
+
+  int splits = a.num_splits;
+  require(splits >= 1 && splits <= kMaxSplits, "num_splits must be in 1..", kMaxSplits,
+          " (decide it with decide_num_splits, generator/split_kv.h), got ", splits);
+  require(splits == 1 || plan.split_kv, "num_splits ", splits, " needs a split-KV kernel (decode); this one takes 1");
+  if (a.total_q == 0) splits = 1;  // no query rows: nothing to split, and a combine grid of 0 blocks cannot launch
+  p.num_splits = splits;
+  if (splits > 1) {
+    const size_t need = attention_workspace_bytes(plan, a.total_q, splits);
+    require(a.workspace != nullptr && a.workspace_bytes >= need, "num_splits ", splits, " needs a workspace of ",
+            (long long)need, " bytes, got ", (long long)a.workspace_bytes);
+    require(reinterpret_cast<std::uintptr_t>(a.workspace) % 16 == 0, "workspace must be 16-byte aligned");
+    const SplitPartials parts = split_partials(plan, a.workspace, a.total_q, splits);
+    p.o_partial = parts.o;
+    p.lse_partial = parts.lse;
+  }
+
+  AttentionLaunch l;
+  l.params = p;
+  const long long blocks_x = row_blocks(plan, max_seqlen_q), blocks_y = plan.pack_gqa ? hkv : hq;
+  const long long blocks_z = (long long)a.batch * splits;
+  require(blocks_x <= 0x7fffffffLL, "max_seqlen_q ", a.max_seqlen_q, " needs ", blocks_x,
+          " row blocks, over the grid limit 2^31 - 1");
+  require(blocks_y <= 65535, "the grid's y dimension (heads) must be <= 65535, got ", blocks_y);
+  require(blocks_z <= 65535, "batch * num_splits must be <= 65535, got ", blocks_z);
+  l.grid.x = unsigned(blocks_x);
+  l.grid.y = unsigned(blocks_y);
+  l.grid.z = unsigned(blocks_z);
+  l.block.x = unsigned(plan.threads);
+  l.smem_bytes = plan.smem_bytes;
+  if (splits > 1) {
+    l.combine = true;  // total_q >= 1 here, so the combine grid is not empty
+    l.combine_grid.x = unsigned(((long long)a.total_q * hq + kCombineRowsPerBlock - 1) / kCombineRowsPerBlock);
+    l.combine_block.x = unsigned(kCombineThreads);
+  }
+  return l;
+}
+
+}  // namespace attnc

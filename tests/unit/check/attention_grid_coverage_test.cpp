@@ -1,0 +1,184 @@
+// The GPU attention grid (tests/gpu/attention_grid.h) covers every value of every axis and the
+// pairs that interact, plans and emits every kernel, keeps the float64 reference bounded, and the
+// compute-sanitizer subset in tools/gpu-check names cases that exist. Runs without a GPU.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include "generator/emit/emit.h"
+#include "tests/gpu/attention_grid.h"
+
+namespace attnc::grid {
+namespace {
+
+const std::vector<GridCase>& cases() {
+  static const std::vector<GridCase> all = attention_grid();
+  return all;
+}
+
+std::string kind_of(const GridCase& c) {
+  if (c.kind != KernelKind::decode) return to_string(c.kind);
+  return c.decode_multi ? "decode_multi" : "decode_single";
+}
+
+// Every (a, b) for a in as, b in bs must appear among the cases' (fa, fb).
+template <class A, class B, class FA, class FB>
+void expect_pairs(const std::string& what, const std::vector<A>& as, const std::vector<B>& bs, FA fa, FB fb,
+                  std::function<bool(const GridCase&)> only = nullptr) {
+  std::set<std::pair<A, B>> seen;
+  for (const GridCase& c : cases())
+    if (!only || only(c)) seen.insert({fa(c), fb(c)});
+  for (const A& a : as)
+    for (const B& b : bs)
+      EXPECT_TRUE(seen.count({a, b})) << what << ": no case with " << ::testing::PrintToString(a) << " x "
+                                      << ::testing::PrintToString(b);
+}
+
+const std::vector<std::string> kKinds = {"prefill", "prefill_paged", "decode_single", "decode_multi"};
+bool paged(const GridCase& c) { return c.kind != KernelKind::prefill; }
+bool decode(const GridCase& c) { return c.kind == KernelKind::decode; }
+
+TEST(AttentionGrid, CoversEveryHeadDimAndHeadPairInEveryKind) {
+  expect_pairs("head dim x kind", std::vector<int>{40, 64, 72, 80, 96, 128, 192, 256},
+               std::vector<std::string>{"prefill", "prefill_paged", "decode_single", "decode_multi"},
+               [](const GridCase& c) { return c.spec.head_dim; }, kind_of);
+  expect_pairs("heads x kind", std::vector<std::pair<int, int>>{{4, 4}, {8, 2}, {16, 2}, {7, 1}}, kKinds,
+               [](const GridCase& c) { return std::make_pair(c.spec.num_q_heads, c.spec.num_kv_heads); }, kind_of);
+  bool dv128 = false;
+  for (const GridCase& c : cases()) dv128 |= c.spec.head_dim == 192 && c.spec.head_dim_v == 128;
+  EXPECT_TRUE(dv128);
+}
+
+TEST(AttentionGrid, CoversFeaturesInEveryKind) {
+  auto feature = [](const GridCase& c) {
+    std::vector<std::string> f;
+    const Spec& s = c.spec;
+    f.push_back(to_string(s.dtype));
+    if (s.softcap > 0) f.push_back("softcap");
+    if (s.mask.kind == MaskKind::sliding_window && s.mask.window_right == 0) f.push_back("window");
+    if (s.mask.kind == MaskKind::causal) f.push_back("causal");
+    if (s.mask.kind == MaskKind::none) f.push_back("nomask");
+    if (s.alibi != Alibi::none) f.push_back(std::string("alibi_") + to_string(s.alibi));
+    if (s.sinks) f.push_back("sinks");
+    f.push_back(std::string("lse_") + to_string(s.lse.layout) + (s.lse.layout == LseLayout::none ? "" : std::string("_") + to_string(s.lse.base)));
+    return f;
+  };
+  std::map<std::string, std::set<std::string>> kinds_of;
+  for (const GridCase& c : cases())
+    for (const auto& f : feature(c)) kinds_of[f].insert(kind_of(c));
+  for (const std::string f : {"bf16", "fp16", "softcap", "window", "causal", "nomask", "alibi_linear", "alibi_sqrt",
+                              "sinks", "lse_none", "lse_head_major_e", "lse_head_major_2", "lse_token_major_e",
+                              "lse_token_major_2"})
+    for (const std::string& k : kKinds) EXPECT_TRUE(kinds_of[f].count(k)) << f << " never runs as " << k;
+  bool encoder = false;
+  for (const GridCase& c : cases())
+    encoder |= c.spec.mask.kind == MaskKind::sliding_window && c.spec.mask.window_left == c.spec.mask.window_right;
+  EXPECT_TRUE(encoder) << "a symmetric (encoder) window";
+}
+
+TEST(AttentionGrid, CoversPagingPairs) {
+  auto layout = [](const GridCase& c) { return std::string(to_string(c.call.layout)); };
+  auto form = [](const GridCase& c) { return std::string(to_string(c.call.page_table)); };
+  auto page = [](const GridCase& c) { return c.call.page_size; };
+  std::vector<std::string> layouts, forms;
+  for (auto l : all_kv_cache_layouts()) layouts.push_back(to_string(l));
+  for (auto f : all_page_table_forms()) forms.push_back(to_string(f));
+  expect_pairs("layout x form", layouts, forms, layout, form, paged);
+  expect_pairs("layout x page size", layouts, kPageSizes, layout, page, paged);
+  expect_pairs("form x page size", forms, kPageSizes, form, page, paged);
+  expect_pairs("layout x kind", layouts, std::vector<std::string>{"prefill_paged", "decode_single", "decode_multi"},
+               layout, kind_of, paged);
+  expect_pairs("form x kind", forms, std::vector<std::string>{"prefill_paged", "decode_single", "decode_multi"}, form,
+               kind_of, paged);
+  expect_pairs("block-table form x column offset", std::vector<std::string>{"seqused_k", "cu_seqlens_k"},
+               std::vector<bool>{false, true}, form, [](const GridCase& c) { return c.call.column_offset > 0; },
+               [](const GridCase& c) { return paged(c) && c.call.page_table != PageTableForm::flashinfer; });
+  std::set<int> indptr_offsets;
+  for (const GridCase& c : cases())
+    if (paged(c) && c.call.page_table == PageTableForm::flashinfer) {
+      EXPECT_GT(c.call.indptr_offset, 0) << c.name << ": FlashInfer indptr must not start at 0";
+      indptr_offsets.insert(c.call.indptr_offset);
+    }
+  EXPECT_GE(indptr_offsets.size(), 2u);
+}
+
+TEST(AttentionGrid, CoversSplitsWithEveryDecodeVariantAndFeature) {
+  auto splits = [](const GridCase& c) { return c.call.num_splits; };
+  expect_pairs("decode variant x splits", std::vector<std::string>{"decode_single", "decode_multi"}, kSplits, kind_of,
+               splits, decode);
+  auto split_feature = [&](const char* what, auto has) {
+    std::set<int> s;
+    for (const GridCase& c : cases())
+      if (decode(c) && has(c.spec)) s.insert(c.call.num_splits);
+    for (int n : {3, 16}) EXPECT_TRUE(s.count(n)) << what << " never runs with " << n << " splits";
+  };
+  split_feature("sinks", [](const Spec& s) { return s.sinks; });
+  split_feature("softcap", [](const Spec& s) { return s.softcap > 0; });
+  split_feature("window", [](const Spec& s) { return s.mask.kind == MaskKind::sliding_window; });
+  split_feature("alibi", [](const Spec& s) { return s.alibi != Alibi::none; });
+  split_feature("head-major LSE", [](const Spec& s) { return s.lse.layout == LseLayout::head_major; });
+  split_feature("token-major LSE", [](const Spec& s) { return s.lse.layout == LseLayout::token_major; });
+}
+
+TEST(AttentionGrid, CoversStridedViewsScalesAndTheTopOfBigCaches) {
+  std::set<std::string> strided, scaled;
+  bool past_2e31 = false;
+  for (const GridCase& c : cases()) {
+    if (c.call.qo_row_pad) strided.insert(kind_of(c));
+    if (c.call.softmax_scale > 0) scaled.insert(kind_of(c));
+    if (paged(c)) {
+      const KvCacheStrides s = kv_cache_strides(c.call.layout, c.call.num_blocks, c.call.page_size,
+                                                c.spec.num_kv_heads, c.spec.head_dim, c.spec.head_dim_v);
+      past_2e31 |= s.v_index(c.call.num_blocks - 1, 0, 0, 0) > (1LL << 31);
+    }
+  }
+  for (const std::string& k : kKinds) {
+    EXPECT_TRUE(strided.count(k)) << "no strided q/o in " << k;
+    EXPECT_TRUE(scaled.count(k)) << "no explicit softmax scale in " << k;
+  }
+  EXPECT_TRUE(past_2e31) << "no case reads a page past element 2^31";
+}
+
+TEST(AttentionGrid, EveryKernelPlansAndCasesAreBounded) {
+  std::set<std::string> names, entries;
+  double flops = 0;
+  const std::regex valid("[A-Za-z0-9_]+");
+  for (const GridCase& c : cases()) {
+    EXPECT_TRUE(names.insert(c.name).second) << "duplicate name " << c.name;
+    EXPECT_TRUE(std::regex_match(c.name, valid)) << c.name;
+    const KernelPlan plan = plan_kernel(c.spec, c.kind, default_config(c.spec, c.kind, "sm_90a"), "sm_90a");
+    entries.insert(emit_kernel(plan).entry);
+    flops += 2 * reference_work(plan, c.call) * (plan.head_dim + plan.head_dim_v);
+  }
+  std::printf("grid: %zu cases, %zu kernels, %.3g reference flops per run of every case\n", names.size(),
+              entries.size(), flops);
+  EXPECT_LT(entries.size(), 100u) << "compile time (in parallel on the GPU host: ~0.6 s a kernel over 16 cores)";
+  EXPECT_LT(flops, 2e11) << "the float64 reference runs twice per case on the GPU host's 16 cores";
+}
+
+TEST(AttentionGrid, SanitizerSubsetInGpuCheckNamesRealCases) {
+  std::ifstream in(std::string(ATTNC_SOURCE_DIR) + "/tools/gpu-check");
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string script = text.str();
+  std::smatch m;
+  std::regex_search(script, m, std::regex("sanitize_filter='([^']*)'"));
+  ASSERT_EQ(m.size(), 2u) << "tools/gpu-check has no sanitize_filter='...'";
+  std::stringstream filter(m[1].str());
+  std::string pattern;
+  int n = 0;
+  while (std::getline(filter, pattern, ':')) {
+    const std::string name = pattern.substr(pattern.rfind('/') + 1);
+    EXPECT_TRUE(std::any_of(cases().begin(), cases().end(), [&](const GridCase& c) { return c.name == name; }))
+        << "sanitize_filter names " << name << ", which the grid does not have";
+    ++n;
+  }
+  EXPECT_GE(n, 4);
+}
+
+}  // namespace
+}  // namespace attnc::grid
