@@ -95,7 +95,20 @@ bool kernel_exists(sql::Conn& c, const std::string& key) {
   return q.step();
 }
 
-enum class Claim { Present, Claimed, Held };
+// Builds running on this host: leases of live local processes, refreshed within stale_after.
+std::int64_t local_builds(sql::Conn& c, const LeaseOptions& o) {
+  auto q = c.query("SELECT pid FROM leases WHERE host = ?1 AND heartbeat_ms >= ?2", "count local builds");
+  q.bind(1, this_host()).bind(2, now_ms() - o.stale_after.count());
+  std::int64_t n = 0;
+  while (q.step()) n += lease_holder::pid_alive(q.i64(0)) ? 1 : 0;
+  return n;
+}
+
+bool host_busy(sql::Conn& c, const LeaseOptions& o) {
+  return o.max_builds_on_host > 0 && local_builds(c, o) >= o.max_builds_on_host;
+}
+
+enum class Claim { Present, Claimed, Held, Busy };
 
 Claim try_claim(sql::Conn& c, const std::string& key, const std::string& token, const LeaseOptions& o,
                 LeaseWatch& watch, Holder& holder) {
@@ -105,12 +118,14 @@ Claim try_claim(sql::Conn& c, const std::string& key, const std::string& token, 
     holder = *h;
     return Claim::Held;
   }
+  if (host_busy(c, o)) return Claim::Busy;
   sql::Txn txn(c, sql::Txn::Immediate);
   if (kernel_exists(c, key)) return Claim::Present;
   if (auto h = read_lease(c, key); h && !watch.dead(*h, o)) {
     holder = *h;
     return Claim::Held;
   }
+  if (host_busy(c, o)) return Claim::Busy;
   std::int64_t now = now_ms();
   c.query("INSERT OR REPLACE INTO leases(key, pid, host, token, acquired_ms, heartbeat_ms) "
           "VALUES(?1, ?2, ?3, ?4, ?5, ?5)",
@@ -268,7 +283,7 @@ std::optional<Store::GetOrBuild> Store::get_or_build_impl(const std::string& key
     return unstored(built(impl_->path, key, build), StoreErrc::ReadOnly, "the cache " + impl_->path + " is read-only");
 
   const std::string token = new_token();
-  const auto start = steady_clock::now();
+  auto start = steady_clock::now();  // of the wait for this key's holder (not for a build slot)
   LeaseWatch watch;
   bool told = false;
   for (;;) {
@@ -288,6 +303,15 @@ std::optional<Store::GetOrBuild> Store::get_or_build_impl(const std::string& key
     if (claim == Claim::Present) {
       if (auto r = find_kernel(key)) return found(std::move(*r));
       continue;  // dropped again in between (gc, damaged): try to claim it
+    }
+    if (claim == Claim::Busy) {  // as many builds as this host takes: wait for one to end
+      if (!wait) {
+        if (held) *held = LeaseWait{key, 0, this_host(), 0, milliseconds(0)};
+        return std::nullopt;
+      }
+      start = steady_clock::now();
+      std::this_thread::sleep_for(jittered(o.poll_interval));
+      continue;
     }
     const auto waited = std::chrono::duration_cast<milliseconds>(steady_clock::now() - start);
     const LeaseWait w = describe(key, holder, waited);

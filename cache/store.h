@@ -63,6 +63,11 @@ struct LeaseOptions {
   // and returns the record with stored = false and store_errc = Locked (Full), for the caller to
   // store later.
   std::optional<std::chrono::milliseconds> lock_wait{};
+  // At most this many builds at once on this host, over all processes sharing the file (0: no
+  // limit): a claim waits while this many live local leases exist (try_get_or_build returns
+  // nullopt). Keeps N processes that each build in parallel from running N times as many
+  // compilers as the machine has cores.
+  int max_builds_on_host = 0;
   // Called once, on the waiting thread, when a waiter has waited notice_after for another builder.
   std::chrono::milliseconds notice_after{1000};
   std::function<void(const LeaseWait&)> on_wait{};
@@ -163,7 +168,8 @@ class Store {
   GetOrBuild get_or_build(const std::string& key, const std::function<KernelRecord()>& build,
                           const LeaseOptions& options = {});
   // The same without waiting: nullopt when another live builder holds the key's lease (its holder
-  // in *held when given), so that the caller can build other keys first and come back.
+  // in *held when given; pid 0 when the host has max_builds_on_host builds running), so that the
+  // caller can build other keys first and come back.
   std::optional<GetOrBuild> try_get_or_build(const std::string& key, const std::function<KernelRecord()>& build,
                                              const LeaseOptions& options = {}, LeaseWait* held = nullptr);
 

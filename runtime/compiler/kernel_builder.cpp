@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <future>
+#include <thread>
 
 #include "runtime/compiler/thread_pool.h"
 
@@ -96,6 +97,9 @@ LeaseOptions KernelBuilder::lease_options(const KernelSource& src) const {
   // Writers of attnc hold the lock for milliseconds; a lock held longer is another program's, and
   // building meanwhile beats waiting for it. finish() stores what this left unstored.
   o.lock_wait = locked_.load() ? 250ms : 1000ms;
+  // As many compilers on this host as it has cores (or as this process was asked to run), however
+  // many processes compile at once: more only share the cores and the memory.
+  o.max_builds_on_host = std::max(jobs_.load(), static_cast<int>(std::thread::hardware_concurrency()));
   if (notice_) {
     o.on_wait = [notice = notice_, entry = src.entry](const LeaseWait& w) {
       notice("waiting for kernel " + entry + ": " + w.describe() + "; a lease whose heartbeat stops changing for " +
@@ -166,6 +170,7 @@ std::optional<BuiltKernel> KernelBuilder::build_one(const KernelSource& src, boo
 BuiltKernel KernelBuilder::build(const KernelSource& src) { return *build_one(src, true); }
 
 std::vector<BuildOutcome> KernelBuilder::build_many(const std::vector<KernelSource>& sources, int jobs) {
+  jobs_.store(std::max(1, jobs));
   std::vector<BuildOutcome> out(sources.size());
   std::mutex deferred_mutex;
   std::vector<size_t> deferred;  // leased by another builder: built or loaded in the second round

@@ -79,6 +79,8 @@ class KernelBuilder {
   // After a claim or store found the write lock held by another connection, later ones wait only
   // briefly, so that one stuck writer costs one wait, not one per kernel.
   std::atomic<bool> locked_{false};
+  // Builds this process may run at once (build_many's jobs); the host-wide limit is at least this.
+  std::atomic<int> jobs_{1};
 
   mutable std::mutex mutex_;  // guards everything below
   std::string warning_;

@@ -339,6 +339,71 @@ TEST(Lease, TryGetOrBuildReturnsAtOnceOnAHeldKey) {
   EXPECT_TRUE(other->stored);
 }
 
+// N processes each wanting the same keys in the same order (as `attnc compile specs/` run N times
+// at once): waiting on each held key lines them up behind one builder; trying every key first
+// (try_get_or_build) and coming back to the held ones lets them build different keys at once.
+// Builds sleep instead of computing, so the result does not depend on free cores.
+double seconds_for(int nproc, int nkeys, bool move_on, const LeaseOptions& o = {}, const std::string& log = "") {
+  TempDir d;
+  const std::string db = d.file("attnc.db");
+  Store::open(db);
+  int gun[2];
+  if (pipe(gun) != 0) return -1;
+  std::vector<pid_t> kids;
+  for (int p = 0; p < nproc; ++p) {
+    kids.push_back(spawn([&] {
+      close(gun[1]);
+      char c;
+      if (read(gun[0], &c, 1) != 0) return 2;
+      Store s = Store::open(db);
+      const auto build = [&](const std::string& key) {
+        return [&, key] {
+          if (!log.empty()) log_build(log, "+");
+          std::this_thread::sleep_for(100ms);
+          if (!log.empty()) log_build(log, "-");
+          return make_kernel(key);
+        };
+      };
+      std::vector<std::string> later;
+      for (const auto& key : keys(nkeys)) {
+        if (!move_on) s.get_or_build(key, build(key), o);
+        else if (!s.try_get_or_build(key, build(key), o)) later.push_back(key);
+      }
+      for (const auto& key : later) s.get_or_build(key, build(key), o);
+      return 0;
+    }));
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  close(gun[0]);
+  close(gun[1]);
+  for (pid_t k : kids) EXPECT_EQ(wait_exit(k), 0);
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+TEST(Lease, MovingOnLetsProcessesBuildDifferentKeysAtOnce) {
+  const double waiting = seconds_for(8, 16, false), moving_on = seconds_for(8, 16, true);
+  std::printf("8 processes x 16 keys of 100 ms: %.2f s waiting on each key, %.2f s building others first\n", waiting,
+              moving_on);
+  EXPECT_GT(waiting, 1.5) << "16 builds of 100 ms one after another";
+  EXPECT_LT(moving_on, waiting / 2);
+}
+
+// max_builds_on_host caps the builds running at once over all processes of the host.
+TEST(Lease, BuildsOnAHostAreCapped) {
+  TempDir d;
+  const std::string log = d.file("builds.log");
+  seconds_for(6, 12, true, LeaseOptions{.poll_interval = 10ms, .max_builds_on_host = 2}, log);
+  int running = 0, most = 0, builds = 0;
+  std::ifstream in(log);
+  for (std::string line; std::getline(in, line);) {
+    running += line == "+" ? 1 : -1;
+    builds += line == "+" ? 1 : 0;
+    most = std::max(most, running);
+  }
+  EXPECT_EQ(builds, 12) << "each key built once";
+  EXPECT_EQ(most, 2);
+}
+
 TEST(Lease, HeartbeatKeepsALongBuildAlive) {
   TempDir d;
   const std::string db = d.file("attnc.db");
