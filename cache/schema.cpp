@@ -95,19 +95,15 @@ std::int64_t pragma_int(sql::Conn& c, const char* pragma) {
   return v.empty() ? 0 : std::stoll(v);
 }
 
-[[noreturn]] void not_ours(sql::Conn& c, std::int64_t app_id) {
-  char hex[16];
-  std::snprintf(hex, sizeof hex, "0x%08llx", static_cast<unsigned long long>(app_id));
-  throw StoreError(StoreErrc::Schema, c.path(),
-                   std::string("is an SQLite database but not an attnc cache (application_id ") + hex +
-                       "); choose another cache path");
-}
-
 void migrate(sql::Conn& c) {
   sql::Txn txn(c, sql::Txn::Immediate);
   // Another process may have created or migrated the file while we waited for the lock.
   std::int64_t from = pragma_int(c, "PRAGMA user_version");
   if (from >= kVersion) return;  // nothing left to do; the rollback releases the lock
+  // Store::open only gets here for an empty file or one of ours; tables without a version would be
+  // another program's, written since (the rollback leaves them as they were).
+  if (from == 0 && pragma_int(c, "SELECT count(*) FROM sqlite_master") > 0)
+    not_ours(c.path(), pragma_int(c, "PRAGMA application_id"));
   for (const Migration& m : migrations()) {
     if (m.version <= from) continue;
     m.apply(c);
@@ -132,6 +128,14 @@ const std::vector<Migration>& migrations() {
 }
 
 int version(sql::Conn& c) { return static_cast<int>(pragma_int(c, "PRAGMA user_version")); }
+
+void not_ours(const std::string& path, std::int64_t app_id) {
+  char hex[16];
+  std::snprintf(hex, sizeof hex, "0x%08llx", static_cast<unsigned long long>(static_cast<std::uint32_t>(app_id)));
+  throw StoreError(StoreErrc::Schema, path,
+                   std::string("is an SQLite database but not an attnc cache (application_id ") + hex +
+                       "); it was left unchanged; choose another cache path");
+}
 
 namespace {
 
@@ -163,9 +167,9 @@ void ensure(sql::Conn& c, bool read_only) {
                      "schema version " + std::to_string(v) + " is newer than this attnc knows (" +
                          std::to_string(kVersion) + "); use a newer attnc or another cache path");
   }
-  if (v > 0 && app != kApplicationId) not_ours(c, app);
+  if (v > 0 && app != kApplicationId) not_ours(c.path(), app);
   if (v == kVersion) return;
-  if (v == 0 && h.objects > 0) not_ours(c, app);
+  if (v == 0 && h.objects > 0) not_ours(c.path(), app);
   if (read_only) {
     throw StoreError(StoreErrc::Schema, c.path(),
                      v == 0 ? "is not an attnc cache yet (empty); open it read-write once to create it"

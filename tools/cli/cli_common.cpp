@@ -32,6 +32,19 @@ std::vector<std::string> expand_spec_paths(const std::vector<std::string>& paths
   return out;
 }
 
+CLI::Validator at_least_one() {
+  return CLI::Validator(
+      [](std::string& v) -> std::string {
+        try {
+          size_t used = 0;
+          if (std::stoll(v, &used) >= 1 && used == v.size()) return "";
+        } catch (const std::exception&) {
+        }
+        return "must be a whole number of at least 1, got '" + v + "'";
+      },
+      "N>=1");
+}
+
 std::string default_arch() {
   if (Device::count() > 0) return Device(0).arch();
   return "sm_90a";

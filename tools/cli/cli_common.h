@@ -24,6 +24,9 @@ struct ExitCode {
 // *.yaml / *.yml in a named folder (sorted).
 std::vector<std::string> expand_spec_paths(const std::vector<std::string>& paths);
 
+// For counts such as --jobs: refuses 0 and negative numbers with a clear message.
+CLI::Validator at_least_one();
+
 // The GPU's arch where a GPU is present, else sm_90a.
 std::string default_arch();
 // Empty `db` = the default cache path (creating its folder).
