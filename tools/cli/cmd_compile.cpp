@@ -8,6 +8,7 @@
 #include "generator/generate.h"
 #include "generator/spec/spec_parse.h"
 #include "runtime/compiler/kernel_builder.h"
+#include "runtime/compiler/ptxas_report.h"
 #include "tools/cli/cli_common.h"
 
 namespace attnc::cli {
@@ -79,7 +80,8 @@ void run_compile(const CompileCmdOptions& o) {
                  to_string(out.kernel->origin)});
       j.update({{"entry", k.entry}, {"key", k.key}, {"arch", k.arch}, {"registers", k.registers},
                 {"smem_bytes", smem}, {"spill_stores", k.spill_stores}, {"spill_loads", k.spill_loads},
-                {"compile_ms", k.compile_ms}, {"status", to_string(out.kernel->origin)}});
+                {"compile_ms", k.compile_ms}, {"ptxas_ms", ptxas_compile_ms(k.log)},
+                {"status", to_string(out.kernel->origin)}});
     }
     js.push_back(j);
   }
