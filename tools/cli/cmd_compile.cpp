@@ -12,6 +12,7 @@
 #include "generator/generate.h"
 #include "generator/spec/spec_parse.h"
 #include "runtime/compiler/kernel_builder.h"
+#include "runtime/compiler/ptxas_report.h"
 #include "tools/cli/cli_common.h"
 
 namespace attnc::cli {
@@ -119,7 +120,8 @@ void run_compile(const CompileCmdOptions& o) {
                  std::string(to_string(out.kernel->origin)) + (why ? " (not stored)" : "")});
       j.update({{"entry", k.entry}, {"key", k.key}, {"arch", k.arch}, {"registers", k.registers},
                 {"smem_bytes", smem}, {"spill_stores", k.spill_stores}, {"spill_loads", k.spill_loads},
-                {"compile_ms", k.compile_ms}, {"status", to_string(out.kernel->origin)}});
+                {"compile_ms", k.compile_ms}, {"ptxas_ms", ptxas_compile_ms(k.log)},
+                {"status", to_string(out.kernel->origin)}});
       if (!db.empty()) j["stored"] = !why;
       if (why) j["not_stored_reason"] = *why;
     }

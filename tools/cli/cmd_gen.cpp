@@ -36,10 +36,10 @@ void run_gen(const GenOptions& o) {
       char buf[512];
       std::snprintf(buf, sizeof buf,
                     "entry %s\narch %s\nregisters %d\nshared_memory_static %d\nshared_memory_dynamic %d\n"
-                    "stack_bytes %d\nspill_stores %d\nspill_loads %d\ncompile_ms %.1f\n",
+                    "stack_bytes %d\nspill_stores %d\nspill_loads %d\ncompile_ms %.1f\nptxas_ms %.1f\n",
                     c.entry.c_str(), c.arch.c_str(), c.report.registers, c.report.smem_bytes,
                     k.source->launch.smem_bytes, c.report.stack_bytes, c.report.spill_stores,
-                    c.report.spill_loads, c.compile_ms);
+                    c.report.spill_loads, c.compile_ms, c.ptxas_ms);
       text = buf;
     } else {
       text = k.source->source;
