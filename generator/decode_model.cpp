@@ -1,7 +1,6 @@
 #include "generator/decode_model.h"
 
 #include <algorithm>
-#include <cmath>
 #include <vector>
 
 #include "attnc/params/split_combine_shape.h"
@@ -17,11 +16,17 @@ long long ceil_div(long long a, long long b) { return (a + b - 1) / b; }
 
 }  // namespace
 
+int decode_bw_registers(const KernelPlan& plan) {
+  return std::min(255, 72 + plan.head_dim_v * 9 / 8 + (plan.config.block_n - 16) * 5 / 4);
+}
+
 int resident_blocks_per_sm(const KernelPlan& plan) {
   const ArchInfo a = arch_info(plan.arch);
   const int by_smem = smem_per_sm(a) / (plan.smem_bytes + 1024);
   const int by_threads = threads_per_sm(a) / std::max(1, plan.threads);
-  return std::max(1, std::min({by_smem, by_threads, 32}));
+  const int regs = (decode_bw_registers(plan) + 7) / 8 * 8;  // allocated in steps of 8 a thread
+  const int by_registers = 65536 / (regs * std::max(1, plan.threads));
+  return std::max(1, std::min({by_smem, by_threads, by_registers, 32}));
 }
 
 double predict_decode_seconds(const KernelPlan& plan, const SplitShape& call, int num_splits, const DecodeModel& m) {

@@ -15,8 +15,13 @@ struct DecodeModel {
   double combine_launch = 3e-6;   // s, the combine kernel's launch and first wave
 };
 
-// Blocks of this kernel one SM holds at once (shared memory and threads; registers are not known
-// before compiling). At least 1.
+// Registers a thread of a decode_bw kernel takes, estimated from its ptxas reports (2026-11-23,
+// sm_90a: 120 at Dv 40, 136 at 64, 168 at 96, 212 at 128, 232 at 128 with 32-key tiles): about
+// 72 + 1.1 Dv, more for wider tiles, at most 255.
+int decode_bw_registers(const KernelPlan&);
+
+// Blocks of this kernel one SM holds at once: shared memory, threads and (estimated) registers of
+// its 64K. At least 1.
 int resident_blocks_per_sm(const KernelPlan&);
 
 // Predicted seconds of one call with `num_splits` parts (decode_bw plans; >= 1).

@@ -246,7 +246,8 @@ def markdown(rows, jit, env):
                      f"| {ratio(r.get('attnc_tuned'), r.get('cudnn'))} "
                      f"| {ratio(r.get('attnc_heuristic'), r.get('cudnn'))} "
                      f"| {ratio(r.get('attnc_tuned'), r.get('attnc_heuristic'))} |")
-    lines += ["", "| JIT | seconds |", "|---|---|"] + [f"| {j['what']} | {j['seconds']:.3f} |" for j in jit]
+    if jit:
+        lines += ["", "| JIT | seconds |", "|---|---|"] + [f"| {j['what']} | {j['seconds']:.3f} |" for j in jit]
     return "\n".join(lines) + "\n"
 
 

@@ -38,9 +38,6 @@ void check_supported(const Spec& s, KernelKind kind) {
       throw NotSupportedYet("head dim " + std::to_string(d) + " (supported: multiples of 8 up to 256)");
 }
 
-// Shared memory as the templates lay it out: attention_sm80.cuh (Q, then STAGES K and V tiles), or
-// decode_bw.cuh (Q, then STAGES K and V tiles per warp, which the warps' merge overlays; then
-// the warps' row maxima and sums).
 // What decode_bw cannot do yet that decode_split does.
 void check_decode_bw(const Spec& s) {
   if (s.head_dim_v > 192)
@@ -49,6 +46,9 @@ void check_decode_bw(const Spec& s) {
                           "decode_split serves it)");
 }
 
+// Shared memory as the templates lay it out: attention_sm80.cuh (Q, then STAGES K and V tiles), or
+// decode_bw.cuh (Q, then STAGES K and V tiles per warp, which the warps' merge overlays; then
+// the warps' row maxima and sums).
 int smem_bytes(const Spec& s, const Config& c) {
   const int dq = padded_head_dim(s.head_dim), dv = padded_head_dim(s.head_dim_v);
   if (c.family != "decode_bw") return 2 * (c.block_m * std::max(dq, dv) + c.stages * c.block_n * (dq + dv));

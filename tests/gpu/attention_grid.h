@@ -1,9 +1,10 @@
 // The attention correctness grid: which kernels (spec x kind) and which calls (lengths, cache
 // layout, page-table form, page size, splits, ...) gpu_attention_grid_test runs. Decode cases run
-// on the arch's default family (decode_bw on sm_90) and again on decode_split (`_decode_split`). Not the full
-// cartesian product: every value of every axis appears, and the pairs that interact (layout x
-// form, layout x page size, form x column offset, decode variant x splits, features x kinds) are
-// covered by rotating the runtime axes over the cases; attention_grid_coverage_test checks that.
+// on the arch's default family (decode_bw on sm_90) and again on decode_split (`_decode_split`).
+// Not the full cartesian product: every value of every axis appears, and the pairs that interact
+// (layout x form, layout x page size, form x column offset, decode variant x splits, features x
+// kinds) are covered by rotating the runtime axes over the cases; attention_grid_coverage_test
+// checks that.
 // The float64 reference dominates the grid's time, so lengths are ragged but bounded.
 #pragma once
 

@@ -20,6 +20,22 @@ TEST(DecodeModel, TwoDefaultBlocksFitAnSm90) {
   const KernelPlan p = llama_decode();
   ASSERT_EQ(p.family, "decode_bw");
   EXPECT_EQ(resident_blocks_per_sm(p), 2);  // 100 KB of shared memory each, 228 KB per SM
+  EXPECT_NEAR(decode_bw_registers(p), 212, 8);  // ptxas, 2026-11-23
+}
+
+// Two stages take 68 KB, so three blocks would fit the shared memory, but 128 threads of ~216
+// registers fit twice in 64K: counting shared memory alone, the split count for B=16 L=32768 was
+// 3 (384 blocks on 264 places: 530 us on the H200, against 486 us with 2 splits).
+TEST(DecodeModel, RegistersBoundTheBlocksAnSmHolds) {
+  KernelPlan p = llama_decode();
+  p.config.stages = 2;
+  p = plan_kernel(p.spec, KernelKind::decode, p.config, "sm_90a");
+  EXPECT_EQ(resident_blocks_per_sm(p), 2);
+  EXPECT_EQ(best_decode_splits(p, shape(16, 32768)), 2);
+  Spec d64 = p.spec;
+  d64.head_dim = d64.head_dim_v = 64;  // ~144 registers: three blocks of 2 stages fit
+  const KernelPlan small = plan_kernel(d64, KernelKind::decode, p.config, "sm_90a");
+  EXPECT_EQ(resident_blocks_per_sm(small), 3);
 }
 
 TEST(DecodeModel, NeverBeatsTheCopyBandwidth) {
