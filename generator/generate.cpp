@@ -1,5 +1,8 @@
 #include "generator/generate.h"
 
+#include "generator/plan/plan_attention.h"
+#include "generator/plan/plan_ops.h"
+
 namespace attnc {
 
 SpecKernel generate_kernel(const Spec& spec, KernelKind kind, const std::string& arch, const std::string& config_json) {
@@ -7,7 +10,13 @@ SpecKernel generate_kernel(const Spec& spec, KernelKind kind, const std::string&
   k.kind = kind;
   try {
     Config config = default_config(spec, kind, arch);
-    if (!config_json.empty()) config = Config::from_json(config_json, config);
+    if (!config_json.empty()) {
+      const Config asked = Config::from_json(config_json, config);
+      // Naming another attention family starts from that family's own default tiles.
+      config = asked.family == config.family || is_op_kind(kind)
+                   ? asked
+                   : Config::from_json(config_json, default_family_config(spec, kind, arch, asked.family));
+    }
     k.plan = plan_kernel(spec, kind, config, arch);
     k.source = emit_kernel(*k.plan);
   } catch (const NotSupportedYet& e) {

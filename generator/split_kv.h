@@ -23,8 +23,9 @@ struct SplitShape {
 // Row blocks of a call (the grid's x): query rows (times the group when GQA is packed) over block_m.
 long long row_blocks(const KernelPlan&, int max_seqlen_q);
 
-// FlashAttention-2's wave-efficiency heuristic (attention-semantics.md §8) over this kernel's tiles:
-// 1 when the (request, head, row block) tiles already fill the SMs.
+// decode_bw: the fewest splits the time model (decode_model.h) predicts within 1 % of the best.
+// Otherwise FlashAttention-2's wave-efficiency heuristic (attention-semantics.md §8) over this
+// kernel's tiles: 1 when the (request, head, row block) tiles already fill the SMs.
 int choose_num_splits(const KernelPlan&, int batch, int max_seqlen_q, int max_seqlen_k, int num_sms);
 
 // Bytes of workspace a call with num_splits parts needs (0 for num_splits <= 1).

@@ -27,8 +27,8 @@ DECODE = [(64, 8192), (16, 32768), (128, 2048)]
 DECODE_D = 128
 
 
-def spec_yaml(name, head_dim, causal, kernel, page_size):
-    return "\n".join([
+def spec_yaml(name, head_dim, causal, kernel, page_size, tuning=None):
+    return "\n".join(([f"tuning: {tuning}"] if tuning else []) + [
         "version: 1",
         f"name: {name}",
         f"head_dim: {head_dim}",
@@ -42,7 +42,7 @@ def spec_yaml(name, head_dim, causal, kernel, page_size):
     ])
 
 
-def write_specs(workdir, page_size):
+def write_specs(workdir, page_size, only=None, decode_tuning=None):
     """The bench's specs and the one shape each is tuned and measured on."""
     os.makedirs(workdir, exist_ok=True)
     specs = []
@@ -52,10 +52,12 @@ def write_specs(workdir, page_size):
                           shapes=[dict(kind="prefill", batch=b, seqlen_q=PREFILL_S, seqlen_k=PREFILL_S)]))
     specs.append(dict(name="bench-decode-d128", kind="decode", D=DECODE_D, causal=False,
                       shapes=[dict(kind="decode", batch=b, seqlen_q=1, seqlen_k=l) for b, l in DECODE]))
+    specs = [s for s in specs if not only or s["kind"] == only]
     for s in specs:
         s["path"] = os.path.join(workdir, s["name"] + ".yaml")
         with open(s["path"], "w") as f:
-            f.write(spec_yaml(s["name"], s["D"], s["causal"], s["kind"], page_size))
+            f.write(spec_yaml(s["name"], s["D"], s["causal"], s["kind"], page_size,
+                              decode_tuning if s["kind"] == "decode" else None))
         s["shapes_path"] = os.path.join(workdir, s["name"] + ".shapes.yaml")
         with open(s["shapes_path"], "w") as f:
             for sh in s["shapes"]:
@@ -114,8 +116,8 @@ def prefill_rows(spec, db, flex, block_mask_fn):
     with sdpa_kernel([SDPBackend.CUDNN_ATTENTION]):
         ref = F.scaled_dot_product_attention(q, kr, vr, is_causal=causal)
     ref = ref.transpose(1, 2).reshape(B * S, HQ, D)
-    for label, tuned in (("attnc_tuned", True), ("attnc_heuristic", False)):
-        a = attnc.Attention(spec["path"], db=db, use_tuning=tuned)
+    for label, tuned in (("attnc_tuned", True), ("attnc_heuristic", False)) if db else (("attnc_heuristic", False),):
+        a = attnc.Attention(spec["path"], db=db or "none", use_tuning=tuned)
         o = torch.empty_like(qa)
         fn = lambda: a.prefill(qa, ka, va, cu, cu, S, S, out=o, stream=stream())
         row[label] = tf(bench_ms(fn))
@@ -151,8 +153,10 @@ def paged_cache(k, page_size, num_blocks_extra=64):
 def decode_rows(spec, db, page_size, flex):
     rows = []
     D = spec["D"]
-    a_t = attnc.Attention(spec["path"], db=db, use_tuning=True)
-    a_h = attnc.Attention(spec["path"], db=db, use_tuning=False)
+    a_h = attnc.Attention(spec["path"], db=db or "none", use_tuning=False)
+    runs = [("attnc_heuristic", a_h)]
+    if db:
+        runs.insert(0, ("attnc_tuned", attnc.Attention(spec["path"], db=db, use_tuning=True)))
     for B, L in DECODE:
         torch.manual_seed(0)
         q = torch.randn(B, HQ, 1, D, dtype=torch.bfloat16, device="cuda")
@@ -168,7 +172,7 @@ def decode_rows(spec, db, page_size, flex):
         vc[bt.flatten().long()] = v.transpose(1, 2).reshape(-1, page_size, HKV, D)
         qa = q.reshape(B, HQ, D).contiguous()
         used = torch.full((B,), L, dtype=torch.int32, device="cuda")
-        for label, a in (("attnc_tuned", a_t), ("attnc_heuristic", a_h)):
+        for label, a in runs:
             a.reserve(B, L)
             o = torch.empty_like(qa)
             fn = lambda: a.decode(qa, kc, vc, bt, used, L, out=o, stream=stream())
@@ -242,7 +246,8 @@ def markdown(rows, jit, env):
                      f"| {ratio(r.get('attnc_tuned'), r.get('cudnn'))} "
                      f"| {ratio(r.get('attnc_heuristic'), r.get('cudnn'))} "
                      f"| {ratio(r.get('attnc_tuned'), r.get('attnc_heuristic'))} |")
-    lines += ["", "| JIT | seconds |", "|---|---|"] + [f"| {j['what']} | {j['seconds']:.3f} |" for j in jit]
+    if jit:
+        lines += ["", "| JIT | seconds |", "|---|---|"] + [f"| {j['what']} | {j['seconds']:.3f} |" for j in jit]
     return "\n".join(lines) + "\n"
 
 
@@ -254,19 +259,23 @@ def main():
     ap.add_argument("--out", default=os.environ.get("OUT", "."), help="bench.json and bench.md go here")
     ap.add_argument("--page-size", type=int, default=16)
     ap.add_argument("--write-specs", action="store_true", help="only write the specs and shapes, print their paths")
+    ap.add_argument("--only", choices=["prefill", "decode"], help="one kind of rows, without the JIT figures")
+    ap.add_argument("--no-flex", action="store_true", help="leave FlexAttention out (its compiles take minutes)")
+    ap.add_argument("--decode-tuning", help="the decode spec's `tuning:` map, e.g. '{warps: [4, 8]}'")
     args = ap.parse_args()
     if args.write_specs:
-        for s in write_specs(args.workdir, args.page_size):
+        for s in write_specs(args.workdir, args.page_size, args.only, args.decode_tuning):
             print(s["path"], s["shapes_path"])
         return
-    if not args.attnc or not args.db:
-        ap.error("--attnc and --db are required to run the bench (only --write-specs goes without)")
-    specs = write_specs(args.workdir, args.page_size)
+    if not args.only and (not args.attnc or not args.db):
+        ap.error("--attnc and --db are required to run the bench (only --write-specs and --only go without; "
+                 "without --db there is no tuned column)")
+    specs = write_specs(args.workdir, args.page_size, args.only, args.decode_tuning)
     dev = torch.cuda.get_device_properties(0)
     env = dict(name=dev.name, sms=dev.multi_processor_count, torch=torch.__version__,
                cudnn=torch.backends.cudnn.version(), attnc=attnc.version())
     print(env, flush=True)
-    flex, block_mask_fn = flex_fn()
+    flex, block_mask_fn = (None, None) if args.no_flex else flex_fn()
     rows = []
     for s in specs:
         if s["kind"] == "prefill":
@@ -275,7 +284,7 @@ def main():
         else:
             rows += decode_rows(s, args.db, args.page_size, flex)
         torch.cuda.empty_cache()
-    jit = jit_rows(args.attnc, args.workdir)
+    jit = [] if args.only else jit_rows(args.attnc, args.workdir)
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "bench.json"), "w") as f:
         json.dump(dict(env=env, rows=rows, jit=jit), f, indent=1)

@@ -1,15 +1,27 @@
 #include "generator/plan/plan_attention.h"
 
 #include <algorithm>
+#include <vector>
 
 #include "generator/spec/spec_parse.h"
 
 namespace attnc {
 namespace {
 
-bool is_attention_family(const std::string& f) { return f == "prefill_sm80" || f == "decode_split"; }
+bool is_attention_family(const std::string& f) {
+  return f == "prefill_sm80" || f == "decode_split" || f == "decode_bw";
+}
 
-const char* family_for(KernelKind kind) { return kind == KernelKind::decode ? "decode_split" : "prefill_sm80"; }
+std::string family_list(KernelKind kind) {
+  std::string out;
+  for (const std::string& f : attention_families(kind)) out += (out.empty() ? "" : ", ") + f;
+  return out;
+}
+
+bool makes(const std::string& family, KernelKind kind) {
+  const std::vector<std::string> fs = attention_families(kind);
+  return std::find(fs.begin(), fs.end(), family) != fs.end();
+}
 
 // What the attention templates cannot express yet; each line names the feature.
 void check_supported(const Spec& s, KernelKind kind) {
@@ -26,19 +38,39 @@ void check_supported(const Spec& s, KernelKind kind) {
       throw NotSupportedYet("head dim " + std::to_string(d) + " (supported: multiples of 8 up to 256)");
 }
 
+// What decode_bw cannot do yet that decode_split does.
+void check_decode_bw(const Spec& s) {
+  if (s.head_dim_v > 192)
+    throw NotSupportedYet("decode_bw with head_dim_v " + std::to_string(s.head_dim_v) +
+                          " (each thread's fp32 O accumulator is Dv / 2 registers and the loop spills past 192; "
+                          "decode_split serves it)");
+}
+
+// Shared memory as the templates lay it out: attention_sm80.cuh (Q, then STAGES K and V tiles), or
+// decode_bw.cuh (Q, then STAGES K and V tiles per warp, which the warps' merge overlays; then
+// the warps' row maxima and sums).
 int smem_bytes(const Spec& s, const Config& c) {
   const int dq = padded_head_dim(s.head_dim), dv = padded_head_dim(s.head_dim_v);
-  return 2 * (c.block_m * std::max(dq, dv) + c.stages * c.block_n * (dq + dv));
+  if (c.family != "decode_bw") return 2 * (c.block_m * std::max(dq, dv) + c.stages * c.block_n * (dq + dv));
+  const int pipeline = 2 * (16 * std::max(dq, dv) + c.warps * c.stages * c.block_n * (dq + dv));
+  return pipeline + 4 * 2 * c.warps * 16;  // then each warp's row max and sum
 }
 
 void check_config(const Spec& s, const Config& c, const ArchInfo& arch) {
-  if (c.warps < 1 || c.warps > 16) throw BadConfig("warps " + std::to_string(c.warps) + "; allowed: 1..16");
-  if (c.block_m != 16 * c.warps)
+  const bool bw = c.family == "decode_bw";
+  const int max_warps = bw ? 8 : 16, max_stages = bw ? 8 : 4;
+  if (c.warps < 1 || c.warps > max_warps)
+    throw BadConfig("warps " + std::to_string(c.warps) + "; allowed: 1.." + std::to_string(max_warps));
+  if (bw && c.block_m != 16)
+    throw BadConfig("block_m " + std::to_string(c.block_m) +
+                    "; decode_bw blocks hold 16 rows (its warps split the keys), so block_m must be 16");
+  if (!bw && c.block_m != 16 * c.warps)
     throw BadConfig("block_m " + std::to_string(c.block_m) + " with " + std::to_string(c.warps) + " warps; " +
                     c.family + " gives each warp 16 rows, so block_m must be " + std::to_string(16 * c.warps));
   if (c.block_n < 16 || c.block_n > 256 || c.block_n % 16 != 0)
     throw BadConfig("block_n " + std::to_string(c.block_n) + "; allowed: a multiple of 16 in 16..256");
-  if (c.stages < 2 || c.stages > 4) throw BadConfig("stages " + std::to_string(c.stages) + "; allowed: 2..4");
+  if (c.stages < 2 || c.stages > max_stages)
+    throw BadConfig("stages " + std::to_string(c.stages) + "; allowed: 2.." + std::to_string(max_stages));
   const int smem = smem_bytes(s, c);
   if (smem > arch.max_smem_per_block)
     throw BadConfig(c.short_name() + " needs " + std::to_string(smem) + " bytes of shared memory; " + arch.name +
@@ -59,9 +91,47 @@ MaskKind compiled_mask(const MaskSpec& m) {
 
 int padded_head_dim(int d) { return (d + 63) / 64 * 64; }
 
-Config default_attention_config(const Spec& s, KernelKind kind, const std::string& arch) {
+std::vector<std::string> attention_families(KernelKind kind) {
+  if (kind == KernelKind::decode) return {"decode_bw", "decode_split"};
+  return {"prefill_sm80"};
+}
+
+// decode_bw where it was measured (sm_90): 4 warps on separate keys, 16-key tiles, 3 stages (two
+// blocks per SM at d128, 8 KB per warp tile in flight twice; docs/kernels-decode.md). Fewer stages,
+// then fewer warps, until it fits the arch.
+Config default_decode_bw_config(const Spec& s, const ArchInfo& info) {
   Config c;
-  c.family = family_for(kind);
+  c.family = "decode_bw";
+  c.block_m = 16;
+  c.block_n = 16;
+  c.warps = 4;
+  c.stages = 3;
+  while (smem_bytes(s, c) > info.max_smem_per_block && (c.stages > 2 || c.warps > 1)) {
+    if (c.stages > 2) --c.stages;
+    else c.warps /= 2;
+  }
+  return c;
+}
+
+Config default_attention_config(const Spec& s, KernelKind kind, const std::string& arch) {
+  // On sm_90 decode is decode_bw where it plans (its default shrinks until it fits); where it refuses
+  // the spec (check_decode_bw), decode_split serves it, or refuses it with the common reason.
+  if (kind == KernelKind::decode && arch_info(arch).major == 9) {
+    const Config bw = default_family_config(s, kind, arch, "decode_bw");
+    try {
+      plan_attention_kernel(s, kind, bw, arch);
+      return bw;
+    } catch (const NotSupportedYet&) {
+    }
+  }
+  return default_family_config(s, kind, arch, attention_families(kind).back());
+}
+
+Config default_family_config(const Spec& s, KernelKind kind, const std::string& arch, const std::string& family) {
+  const ArchInfo info = arch_info(arch);
+  if (family == "decode_bw") return default_decode_bw_config(s, info);
+  Config c;
+  c.family = family;
   const int d = std::max(s.head_dim, s.head_dim_v);
   if (kind == KernelKind::decode) { c.block_m = 64; c.warps = 4; c.block_n = d <= 128 ? 64 : 32; }
   else if (d <= 64) { c.block_m = 128; c.warps = 8; c.block_n = 128; }
@@ -69,7 +139,6 @@ Config default_attention_config(const Spec& s, KernelKind kind, const std::strin
   else { c.block_m = 64; c.warps = 4; c.block_n = 32; }  // d256: BN 64 spills (O alone is 128 registers)
   c.stages = 2;
   // Shrink the K/V tile until it fits the arch (sm_86/89 have 99 KiB).
-  const ArchInfo info = arch_info(arch);
   while (c.block_n > 16 && smem_bytes(s, c) > info.max_smem_per_block) c.block_n /= 2;
   return c;
 }
@@ -78,11 +147,12 @@ KernelPlan plan_attention_kernel(const Spec& s, KernelKind kind, const Config& c
   const ArchInfo info = arch_info(arch);
   if (!is_attention_family(c.family))
     throw NotSupportedYet("family '" + c.family + "' for " + to_string(kind) + " kernels (available: " +
-                          family_for(kind) + ")");
-  if (c.family != family_for(kind))
+                          family_list(kind) + ")");
+  if (!makes(c.family, kind))
     throw BadConfig("family '" + c.family + "' does not make " + to_string(kind) + " kernels; use " +
-                    family_for(kind));
+                    family_list(kind));
   check_supported(s, kind);
+  if (c.family == "decode_bw") check_decode_bw(s);
   check_config(s, c, info);
 
   KernelPlan p = base_plan(s, kind, c, arch);

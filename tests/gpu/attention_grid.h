@@ -1,8 +1,10 @@
 // The attention correctness grid: which kernels (spec x kind) and which calls (lengths, cache
-// layout, page-table form, page size, splits, ...) gpu_attention_grid_test runs. Not the full
-// cartesian product: every value of every axis appears, and the pairs that interact (layout x
-// form, layout x page size, form x column offset, decode variant x splits, features x kinds) are
-// covered by rotating the runtime axes over the cases; attention_grid_coverage_test checks that.
+// layout, page-table form, page size, splits, ...) gpu_attention_grid_test runs. Decode cases run
+// on the arch's default family (decode_bw on sm_90) and again on decode_split (`_decode_split`).
+// Not the full cartesian product: every value of every axis appears, and the pairs that interact
+// (layout x form, layout x page size, form x column offset, decode variant x splits, features x
+// kinds) are covered by rotating the runtime axes over the cases; attention_grid_coverage_test
+// checks that.
 // The float64 reference dominates the grid's time, so lengths are ragged but bounded.
 #pragma once
 
@@ -10,6 +12,7 @@
 #include <vector>
 
 #include "generator/plan/plan.h"
+#include "generator/plan/plan_attention.h"
 #include "check/attention_check.h"
 
 namespace attnc::grid {
@@ -20,7 +23,15 @@ struct GridCase {
   KernelKind kind = KernelKind::prefill;
   AttentionCase call;
   bool decode_multi = false;  // decode with cu_query_lens
+  std::string family;         // "": the arch's default config; else that family's default tiles
 };
+
+// The config a case compiles: the arch's default, or the named family's (decode_split twins of the
+// decode cases keep that family tested where decode_bw is the default).
+inline Config grid_config(const GridCase& c, const std::string& arch) {
+  return c.family.empty() ? default_config(c.spec, c.kind, arch)
+                          : default_family_config(c.spec, c.kind, arch, c.family);
+}
 
 // One spec and the kinds it is compiled as.
 struct GridKernel {
@@ -222,6 +233,10 @@ inline std::vector<GridCase> attention_grid() {
           c.name = std::string(c.decode_multi ? "decodeN_" : "decode1_") + k.tag + paging_name(c.call) +
                    (c.call.num_splits ? "_s" + std::to_string(c.call.num_splits) : "_sauto");
           ++n_decode;
+          GridCase twin = c;
+          twin.family = "decode_split";
+          twin.name += "_decode_split";
+          out.push_back(twin);
         }
         ++n_paged;
         out.push_back(c);

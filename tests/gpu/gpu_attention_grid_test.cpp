@@ -50,8 +50,7 @@ class AttentionGrid : public ::testing::TestWithParam<GridCase> {
   }
 
   static std::string entry_of(const GridCase& c) {
-    return emit_kernel(plan_kernel(c.spec, c.kind, default_config(c.spec, c.kind, device_->arch()), device_->arch()))
-        .entry;
+    return emit_kernel(plan_kernel(c.spec, c.kind, grid_config(c, device_->arch()), device_->arch())).entry;
   }
 
   // The cases the filter selected (all when gtest cannot say), their distinct kernels compiled on
@@ -68,8 +67,7 @@ class AttentionGrid : public ::testing::TestWithParam<GridCase> {
     std::vector<KernelPlan> plans;
     for (const GridCase& c : attention_grid()) {
       if (!selected.empty() && !selected.count(c.name)) continue;
-      const KernelPlan plan =
-          plan_kernel(c.spec, c.kind, default_config(c.spec, c.kind, device_->arch()), device_->arch());
+      const KernelPlan plan = plan_kernel(c.spec, c.kind, grid_config(c, device_->arch()), device_->arch());
       KernelSource src = emit_kernel(plan);
       if (kernels_.count(src.entry)) continue;
       kernels_[src.entry].plan = plan;

@@ -65,7 +65,7 @@ class Cpu(unittest.TestCase):
         s = att.select("decode", 1, 1, 8192)
         self.assertEqual(s["origin"], "heuristic")
         self.assertEqual(s["bucket"], "b1.q1.k8192")
-        self.assertEqual(s["config"]["family"], "decode_split")
+        self.assertEqual(s["config"]["family"], "decode_bw")
         self.assertEqual(s["num_splits"], 1)  # no workspace reserved: lowered to 1
         self.assertFalse(s["cached"])
         self.assertTrue(att.select("decode", 1, 1, 5000)["cached"])
