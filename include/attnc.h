@@ -178,7 +178,8 @@ ATTNC_API int attnc_attention_prepare(attnc_attention* attention, int kind, int 
 /* Waits for background compiles. */
 ATTNC_API int attnc_attention_wait_background(attnc_attention* attention);
 /* The spec as the handle holds it, for bindings: {"name","spec_id","dtype","head_dim","head_dim_v",
- * "num_q_heads","num_kv_heads","page_size","kv_layout","lse_layout","softcap","alibi","sinks","kernels":[...]}
+ * "num_q_heads","num_kv_heads","page_size","kv_layout","kv_cache_dtype","lse_layout","lse_base","softcap","alibi",
+ * "sinks","kernels":[...]}
  * (ATTNC_ERR_BUFFER_TOO_SMALL when it does not fit: 2048 bytes always do). */
 ATTNC_API int attnc_attention_spec_json(attnc_attention* attention, char* json, size_t json_size);
 /* Warnings so far (cache unusable, tuning record ignored, background compile failed); "" if none.

@@ -324,6 +324,8 @@ int attnc_attention_spec_json(attnc_attention* h, char* json, size_t json_size) 
     j["num_kv_heads"] = s.num_kv_heads;
     j["page_size"] = s.kv_cache.page_size;
     j["kv_layout"] = to_string(s.kv_cache.layout);
+    j["kv_cache_dtype"] = to_string(s.kv_cache.dtype);
+    j["lse_base"] = s.lse.base == LseBase::e ? "e" : "2";
     j["lse_layout"] = to_string(s.lse.layout);
     j["softcap"] = s.softcap;
     j["alibi"] = to_string(s.alibi);

@@ -81,7 +81,8 @@ struct Attention::Impl {
 
   // --- op kernels (dispatcher_ops.cpp): made and loaded on first use, then read lock-free
   enum Op { op_merge, op_cache_write, op_cascade_prefix, op_cascade_suffix, op_count };
-  KernelSlot& op(Op, CUstream stream);
+  KernelSlot& op_slot(Op);                 // planned (no GPU needed with a described device)
+  KernelSlot& op(Op, CUstream stream);     // op_slot, loaded
   const CascadePlans& cascade_plans();  // the plans of the three cascade kernels (no GPU needed)
   void queue_background(KernelSlot*);
   const DeviceInfo& info();

@@ -36,22 +36,23 @@ const char* op_name(Attention::Impl::Op op) {
   return names[op];
 }
 
-KernelSlot& made_slot(Attention::Impl& m, Attention::Impl::Op op) {
-  std::lock_guard lock(m.resolve_mutex);
-  auto& slot = m.op_slots[op];
+}  // namespace
+
+KernelSlot& Attention::Impl::op_slot(Op op) {
+  if (KernelSlot* s = op_loaded[op].load(std::memory_order_acquire)) return *s;
+  std::lock_guard lock(resolve_mutex);
+  auto& slot = op_slots[op];
   if (!slot) {
-    const Spec s = op_spec(m.spec, op);
-    const std::string& arch = m.info().arch;
+    const Spec s = op_spec(spec, op);
+    const std::string& arch = info().arch;
     slot = std::make_unique<KernelSlot>(s, op_kind(op), default_config(s, op_kind(op), arch), arch);
   }
   return *slot;
 }
 
-}  // namespace
-
 KernelSlot& Attention::Impl::op(Op op, CUstream stream) {
   if (KernelSlot* s = op_loaded[op].load(std::memory_order_acquire)) return *s;
-  KernelSlot& s = made_slot(*this, op);
+  KernelSlot& s = op_slot(op);
   check_not_capturing(stream, std::string(op_name(op)) + " of spec '" + spec.name + "'");
   s.load(settings, device());
   op_loaded[op].store(&s, std::memory_order_release);
@@ -60,8 +61,7 @@ KernelSlot& Attention::Impl::op(Op op, CUstream stream) {
 
 const CascadePlans& Attention::Impl::cascade_plans() {
   if (const CascadePlans* p = cascade_plans_ptr.load(std::memory_order_acquire)) return *p;
-  KernelSlot &prefix = made_slot(*this, op_cascade_prefix), &suffix = made_slot(*this, op_cascade_suffix),
-             &merge = made_slot(*this, op_merge);
+  KernelSlot &prefix = op_slot(op_cascade_prefix), &suffix = op_slot(op_cascade_suffix), &merge = op_slot(op_merge);
   std::lock_guard lock(resolve_mutex);
   if (!cascade_plans_) cascade_plans_ = CascadePlans{prefix.plan(), suffix.plan(), merge.plan()};
   cascade_plans_ptr.store(&*cascade_plans_, std::memory_order_release);
@@ -70,16 +70,16 @@ const CascadePlans& Attention::Impl::cascade_plans() {
 
 void Attention::merge(const MergeArgs& args, CUstream stream) {
   Impl& m = *impl_;
+  const MergeLaunch launch = prepare_merge(m.op_slot(Impl::op_merge).plan(), args);  // checked before loading
   KernelSlot& s = m.op(Impl::op_merge, stream);
-  const MergeLaunch launch = prepare_merge(s.plan(), args);
   m.make_current();
   launch_merge(s.kernel(), launch, stream);
 }
 
 void Attention::cache_write(const CacheWriteArgs& args, CUstream stream) {
   Impl& m = *impl_;
+  const CacheWriteLaunch launch = prepare_cache_write(m.op_slot(Impl::op_cache_write).plan(), args);
   KernelSlot& s = m.op(Impl::op_cache_write, stream);
-  const CacheWriteLaunch launch = prepare_cache_write(s.plan(), args);
   m.make_current();
   launch_cache_write(s.kernel(), launch, stream);
 }
@@ -91,14 +91,14 @@ size_t Attention::cascade_workspace_needed(int num_tokens) {
 void Attention::cascade(const CascadeArgs& a, CUstream stream) {
   Impl& m = *impl_;
   const CascadePlans& plans = m.cascade_plans();  // refuses ALiBi and windows before anything loads
-  const CascadeKernels kernels{&m.op(Impl::op_cascade_prefix, stream).kernel(),
-                               &m.op(Impl::op_cascade_suffix, stream).kernel(), &m.op(Impl::op_merge, stream).kernel()};
   CascadeArgs args = a;
   if (!a.workspace) {
     args.workspace = m.workspace_ptr;
     args.workspace_bytes = m.workspace_size;
   }
-  const CascadeLaunch launch = prepare_cascade(plans, args);
+  const CascadeLaunch launch = prepare_cascade(plans, args);  // checked before loading
+  const CascadeKernels kernels{&m.op(Impl::op_cascade_prefix, stream).kernel(),
+                               &m.op(Impl::op_cascade_suffix, stream).kernel(), &m.op(Impl::op_merge, stream).kernel()};
   m.make_current();
   launch_cascade(kernels, launch, stream);
 }
