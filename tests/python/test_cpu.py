@@ -4,6 +4,7 @@ import math
 import os
 import sys
 import tempfile
+import types
 import unittest
 
 if os.environ.get("ATTNC_TEST_INSTALLED") != "1":  # else the installed package (tests/python/wheel_test.sh)
@@ -36,7 +37,8 @@ class FakeCuda:
     """What the package reads of a torch tensor (shape, dtype, strides, pointer), without torch."""
 
     def __init__(self, *shape, dtype="float32", ptr=0x1000):
-        self.shape, self.dtype, self.is_cuda, self.device, self.ptr = shape, "torch." + dtype, True, "cuda:0", ptr
+        self.shape, self.dtype, self.is_cuda, self.ptr = shape, "torch." + dtype, True, ptr
+        self.device = types.SimpleNamespace(type="cuda", index=0)
 
     def dim(self):
         return len(self.shape)
@@ -190,7 +192,7 @@ class Cpu(unittest.TestCase):
         self.assertIn("lse_base '10'", str(cm.exception))
         with self.assertRaises(attnc.AttncError) as cm:  # the library: heads against the spec, before loading
             att.merge(FakeCuda(4, 6, 64, dtype="bfloat16"), FakeCuda(4, 6, 64, dtype="bfloat16"), FakeCuda(6, 4),
-                      FakeCuda(4, 6, 64, dtype="bfloat16"), FakeCuda(6, 4))
+                      FakeCuda(4, 6, 64, dtype="bfloat16"), FakeCuda(6, 4), stream=0)
         self.assertIn("num_heads 6 does not match the spec's num_q_heads 8", str(cm.exception))
 
     def test_cache_write_checks_before_the_library(self):
