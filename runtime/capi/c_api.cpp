@@ -256,16 +256,7 @@ int attnc_attention_reserve_bytes(attnc_attention* h, size_t bytes) {
 
 int attnc_attention_workspace_needed(attnc_attention* h, int kind, int batch, int max_seqlen_q, int max_seqlen_k,
                                      size_t* bytes) {
-  if (!h) return fail(ATTNC_ERR_INVALID_ARGUMENT, "attention is NULL");
-  if (!bytes) return fail(ATTNC_ERR_INVALID_ARGUMENT, "bytes is NULL");
-  KernelKind k;
-  if (int rc = check_kind(kind, &k)) return rc;
-  try {
-    *bytes = h->attention->workspace_needed({k, batch, max_seqlen_q, max_seqlen_k});
-    return ATTNC_OK;
-  } catch (...) {
-    return fail_current();
-  }
+  return attnc_attention_workspace_needed_splits(h, kind, batch, max_seqlen_q, max_seqlen_k, 0, bytes);
 }
 
 int attnc_attention_workspace_needed_splits(attnc_attention* h, int kind, int batch, int max_seqlen_q,
