@@ -5,9 +5,11 @@
 #include <unistd.h>
 
 #include <cctype>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <thread>
 
 #include "cache/schema.h"
 
@@ -89,7 +91,9 @@ std::unique_ptr<sql::Conn> open_reader(const std::string& path, int busy_timeout
   return std::make_unique<sql::Conn>(path, SQLITE_OPEN_READONLY, busy_timeout_ms);
 }
 
-State inspect(const std::string& path, int busy_timeout_ms) {
+namespace {
+
+State inspect_once(const std::string& path, int busy_timeout_ms) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) return {Kind::Missing, 0};
   if (st.st_size == 0) return {Kind::Empty, 0};
@@ -109,6 +113,25 @@ State inspect(const std::string& path, int busy_timeout_ms) {
   if (app == schema::kApplicationId) return {Kind::Ours, app};
   if (version == 0 && app == 0 && objects == 0) return {Kind::Empty, 0};
   return {Kind::Foreign, app};
+}
+
+}  // namespace
+
+State inspect(const std::string& path, int busy_timeout_ms) {
+  // Another process may be creating this cache while we look: a reader that found no -wal file
+  // opens the file as immutable and then sees pages change under it ("malformed"), or the
+  // creator holds a lock. Both settle within moments (the creator commits and checkpoints), so
+  // look again from the top, within the busy timeout; a file that stays malformed is reported.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(busy_timeout_ms);
+  for (;;) {
+    try {
+      return inspect_once(path, busy_timeout_ms);
+    } catch (const StoreError& e) {
+      const bool transient = e.code() == StoreErrc::Corrupt || e.code() == StoreErrc::Locked;
+      if (!transient || std::chrono::steady_clock::now() > deadline) throw;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
 }
 
 }  // namespace attnc::file_state
