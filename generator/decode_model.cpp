@@ -1,7 +1,6 @@
 #include "generator/decode_model.h"
 
 #include <algorithm>
-#include <vector>
 
 #include "attnc/params/split_combine_shape.h"
 
@@ -29,7 +28,12 @@ int resident_blocks_per_sm(const KernelPlan& plan) {
   return std::max(1, std::min({by_smem, by_threads, by_registers, 32}));
 }
 
-double predict_decode_seconds(const KernelPlan& plan, const SplitShape& call, int num_splits, const DecodeModel& m) {
+namespace {
+
+// The model with the SM's resident blocks already counted (the split search asks for up to 128
+// counts per call, on the dispatcher's path: the waves are summed in closed form, not looped).
+double predict_with_slots(const KernelPlan& plan, const SplitShape& call, int num_splits, long long slots,
+                          const DecodeModel& m) {
   const Config& c = plan.config;
   const double key_bytes = 2.0 * (plan.head_dim + plan.head_dim_v);  // one key's K and V row, one kv head
   const long long blocks = (long long)call.batch * plan.spec.num_kv_heads * row_blocks(plan, call.max_seqlen_q);
@@ -39,13 +43,12 @@ double predict_decode_seconds(const KernelPlan& plan, const SplitShape& call, in
   // A block keeps (stages - 1) tiles of each busy warp in flight.
   const double in_flight = double(std::min<long long>(c.warps, tiles_per_block)) * (c.stages - 1) * c.block_n * key_bytes;
   const double block_rate = in_flight / m.latency;
-  const long long slots = (long long)call.num_sms * resident_blocks_per_sm(plan);
-
-  double seconds = 0;
-  for (long long left = blocks * num_splits; left > 0; left -= slots) {  // one wave at a time
-    const long long active = std::min(left, slots);
-    seconds += block_bytes / std::min(m.bandwidth / double(active), block_rate);
-  }
+  // Waves of `slots` blocks, the last one partly full: each wave takes a block's bytes at the
+  // per-block rate, bounded by the device bandwidth shared among the wave's blocks.
+  auto wave_seconds = [&](long long active) { return block_bytes / std::min(m.bandwidth / double(active), block_rate); };
+  const long long total = blocks * num_splits;
+  double seconds = double(total / slots) * wave_seconds(slots);
+  if (total % slots) seconds += wave_seconds(total % slots);
   if (num_splits > 1) {  // partials written and read back, the output written
     const double rows = double(call.batch) * std::max(1, call.max_seqlen_q) * plan.spec.num_q_heads;
     seconds += m.combine_launch + rows * plan.head_dim_v * (8.0 * num_splits + 2.0) / m.bandwidth;
@@ -53,13 +56,24 @@ double predict_decode_seconds(const KernelPlan& plan, const SplitShape& call, in
   return seconds;
 }
 
+long long slots_of(const KernelPlan& plan, const SplitShape& call) {
+  return std::max(1LL, (long long)call.num_sms * resident_blocks_per_sm(plan));
+}
+
+}  // namespace
+
+double predict_decode_seconds(const KernelPlan& plan, const SplitShape& call, int num_splits, const DecodeModel& m) {
+  return predict_with_slots(plan, call, num_splits, slots_of(plan, call), m);
+}
+
 int best_decode_splits(const KernelPlan& plan, const SplitShape& call, const DecodeModel& m) {
   if (call.max_seqlen_k <= 0 || call.num_sms <= 0 || call.batch <= 0) return 1;
   const long long tiles = ceil_div(call.max_seqlen_k, plan.config.block_n);
   const int most = int(std::min<long long>({kMaxSplits, tiles}));
-  std::vector<double> t(most + 1);
+  const long long slots = slots_of(plan, call);
+  double t[kMaxSplits + 1];
   double best = 1e30;
-  for (int s = 1; s <= most; ++s) best = std::min(best, t[s] = predict_decode_seconds(plan, call, s, m));
+  for (int s = 1; s <= most; ++s) best = std::min(best, t[s] = predict_with_slots(plan, call, s, slots, m));
   for (int s = 1; s <= most; ++s)
     if (t[s] <= 1.01 * best) return s;
   return 1;
