@@ -12,16 +12,16 @@
 #include <cstring>
 #include <random>
 
-#include "runtime/attention_compare.h"
-#include "runtime/cuda_driver.h"
-#include "runtime/device.h"
-#include "runtime/half.h"
-#include "runtime/module.h"
-#include "runtime/nvrtc_compiler.h"
-#include "runtime/reference.h"
-#include "runtime/tensor_map.h"
-#include "attnc/params.h"
-#include "attnc/sm90/tma_descriptor.h"
+#include "check/attention_compare.h"
+#include "runtime/driver/cuda_driver.h"
+#include "runtime/driver/device.h"
+#include "check/half.h"
+#include "runtime/driver/module.h"
+#include "runtime/compiler/nvrtc_compiler.h"
+#include "check/reference.h"
+#include "runtime/driver/tensor_map.h"
+#include "attnc/params/params.h"
+#include "attnc/params/tensor_maps.h"
 
 namespace attnc {
 namespace {

@@ -10,12 +10,12 @@
 #include <random>
 #include <vector>
 
-#include "runtime/cuda_driver.h"
-#include "runtime/device.h"
-#include "runtime/half.h"
-#include "runtime/module.h"
-#include "runtime/nvrtc_compiler.h"
-#include "runtime/tensor_map.h"
+#include "runtime/driver/cuda_driver.h"
+#include "runtime/driver/device.h"
+#include "check/half.h"
+#include "runtime/driver/module.h"
+#include "runtime/compiler/nvrtc_compiler.h"
+#include "runtime/driver/tensor_map.h"
 
 namespace attnc {
 namespace {

@@ -6,7 +6,7 @@
 
 #include "attnc/features/mask.cuh"
 #include "attnc/features/score.cuh"
-#include "attnc/ptx.cuh"
+#include "attnc/core/ptx.cuh"
 
 namespace attnc {
 

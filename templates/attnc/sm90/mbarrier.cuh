@@ -5,7 +5,7 @@
 // which a freshly initialised barrier already satisfies (the phase before 0 counts as complete).
 #pragma once
 
-#include "attnc/ptx.cuh"
+#include "attnc/core/ptx.cuh"
 
 namespace attnc {
 

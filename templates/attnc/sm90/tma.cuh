@@ -4,8 +4,8 @@
 // parts of the box outside the tensor are zero-filled (and still counted as bytes).
 #pragma once
 
-#include "attnc/ptx.cuh"
-#include "attnc/sm90/tma_descriptor.h"
+#include "attnc/core/ptx.cuh"
+#include "attnc/params/tensor_maps.h"
 
 namespace attnc {
 

@@ -3,7 +3,7 @@
 // named barriers, elect one lane.
 #pragma once
 
-#include "attnc/ptx.cuh"
+#include "attnc/core/ptx.cuh"
 
 namespace attnc {
 

@@ -12,7 +12,7 @@
 // tensor cores write is fenced (fence_operand) after the wait and before the next ordinary use.
 #pragma once
 
-#include "attnc/ptx.cuh"
+#include "attnc/core/ptx.cuh"
 #include "attnc/sm90/wgmma_shapes.cuh"
 
 namespace attnc {

@@ -4,7 +4,7 @@
 // Use wgmma_ss / wgmma_rs in wgmma.cuh.
 #pragma once
 
-#include "attnc/ptx.cuh"
+#include "attnc/core/ptx.cuh"
 
 namespace attnc {
 

@@ -1,8 +1,8 @@
-#include "runtime/tensor_map.h"
+#include "runtime/driver/tensor_map.h"
 
 #include <stdexcept>
 
-#include "runtime/cuda_driver.h"
+#include "runtime/driver/cuda_driver.h"
 
 namespace attnc {
 namespace {
