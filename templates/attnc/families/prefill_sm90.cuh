@@ -19,7 +19,7 @@
 // tensor) and are masked; query rows past it are computed and not stored.
 //
 // Traits (written by the emitter) supply:
-//   Element (bf16_t | fp16_t), kHeadDim, kHeadDimV (multiples of 16, <= 256, Dv's 64-column blocks
+//   Element (bf16_t | fp16_t), kHeadDim, kHeadDimV (multiples of 8, <= 256, Dv's 64-column blocks
 //   no more than D's), kGroup, kBlockM (= 64 * kConsumerWarpgroups), kBlockN, kStages,
 //   kConsumerWarpgroups (2 or 3), kPingpong, kMask, kSoftcap, kAlibi, kSinks, kLse.
 #pragma once
@@ -41,6 +41,9 @@ template <class T>
 struct PrefillSm90 {
   using E = typename T::Element;
   static constexpr int D = T::kHeadDim, DV = T::kHeadDimV;
+  // Products run over whole k16 steps and n16 columns; TMA zero-fills the columns past D and Dv,
+  // so the padding adds nothing.
+  static constexpr int KSTEPS = (D + 15) / 16, DVN = (DV + 15) / 16 * 16;
   static constexpr int W = T::kConsumerWarpgroups, BM = 64 * W, BN = T::kBlockN, STAGES = T::kStages;
   static constexpr int kThreads = (W + 1) * kWarpgroupThreads;
   static constexpr bool kPingpong = T::kPingpong && W > 1;
@@ -50,7 +53,7 @@ struct PrefillSm90 {
   static constexpr int kConsumerRegs = W == 2 ? 240 : 160;
   static_assert(T::kBlockM == BM, "each consumer warpgroup owns 64 rows");
   static_assert(W == 2 || W == 3, "two or three consumer warpgroups");
-  static_assert(D % 16 == 0 && DV % 16 == 0 && D <= 256 && DV <= 256, "wgmma k16 steps, n <= 256");
+  static_assert(D % 8 == 0 && DV % 8 == 0 && D <= 256 && DV <= 256, "rows of whole 16-byte chunks, n <= 256");
   static_assert(BN % 16 == 0 && BN <= 256, "key tiles of whole k16 steps");
   static_assert(STAGES >= 2, "at least double buffering");
   static_assert(kProducerRegs * kWarpgroupThreads + kConsumerRegs * W * kWarpgroupThreads <= 65536,
@@ -180,15 +183,15 @@ struct PrefillSm90 {
   __device__ static void issue_qk(float (&s)[BN / 8][4], const Smem& sm, int cw, int stage) {
     const u32 q = smem_u32(sm.q), k = smem_u32(sm.k_stage(stage));
 #pragma unroll
-    for (int kk = 0; kk < D / 16; ++kk)
+    for (int kk = 0; kk < KSTEPS; ++kk)
       wgmma_ss<E, BN, 0>(s, QTile::desc_k_major(q, cw * 64, kk), KTile::desc_k_major(k, 0, kk), kk > 0);
   }
 
   // O += P V with P in registers (m16n8k16 A fragments per warp) and the V tile in stage s.
-  __device__ static void issue_pv(float (&o)[DV / 8][4], const u32 (&pf)[BN / 16][4], const Smem& sm, int stage) {
+  __device__ static void issue_pv(float (&o)[DVN / 8][4], const u32 (&pf)[BN / 16][4], const Smem& sm, int stage) {
     const u32 v = smem_u32(sm.v_stage(stage));
 #pragma unroll
-    for (int kk = 0; kk < BN / 16; ++kk) wgmma_rs<E, DV, 1>(o, pf[kk], VTile::desc_mn_major(v, kk), true);
+    for (int kk = 0; kk < BN / 16; ++kk) wgmma_rs<E, DVN, 1>(o, pf[kk], VTile::desc_mn_major(v, kk), true);
   }
 
   // Probabilities (fp32 accumulator layout) -> the A operand of the next product.
@@ -230,9 +233,9 @@ struct PrefillSm90 {
       apply_logits(s, score, alibi, mask, tok, n0, col0, b.sk, mask.tile_needs_mask(b.m0, t1, n0, n0 + BN, b.sk));
     };
 
-    float o[DV / 8][4];
+    float o[DVN / 8][4];
 #pragma unroll
-    for (int i = 0; i < DV / 8; ++i)
+    for (int i = 0; i < DVN / 8; ++i)
 #pragma unroll
       for (int c = 0; c < 4; ++c) o[i][c] = 0.f;
     OnlineSoftmax<2> softmax;
@@ -278,7 +281,7 @@ struct PrefillSm90 {
         fence_operand(o);
         release(&sm.bar->v_empty[prev]);
 #pragma unroll
-        for (int j = 0; j < DV / 8; ++j) {
+        for (int j = 0; j < DVN / 8; ++j) {
           o[j][0] *= rescale[0];
           o[j][1] *= rescale[0];
           o[j][2] *= rescale[1];
@@ -314,11 +317,11 @@ struct PrefillSm90 {
   // ---- epilogue -----------------------------------------------------------------------------
 
   __device__ static void store(const AttentionParams& p, const Block& b, const Smem& sm, int cw, int row0, int col0,
-                               const float (&o)[DV / 8][4], const float (&inv_sum)[2], const float (&lse2)[2]) {
+                               const float (&o)[DVN / 8][4], const float (&inv_sum)[2], const float (&lse2)[2]) {
     const int lane = threadIdx.x % 32;
     named_barrier_sync(kWarpgroupBarrier + cw, kWarpgroupThreads);  // every warp's last Q K^T has read Q
 #pragma unroll
-    for (int i = 0; i < DV / 8; ++i) {
+    for (int i = 0; i < DVN / 8; ++i) {  // columns past Dv land in the tile's padding
       *reinterpret_cast<u32*>(sm.q + OTile::offset(row0, i * 8 + col0)) =
           pack2<E>(o[i][0] * inv_sum[0], o[i][1] * inv_sum[0]);
       *reinterpret_cast<u32*>(sm.q + OTile::offset(row0 + 8, i * 8 + col0)) =
