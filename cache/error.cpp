@@ -23,6 +23,7 @@ StoreError::StoreError(StoreErrc code, const std::string& path, const std::strin
     : std::runtime_error("attnc cache " + path + ": " + message),
       code_(code),
       path_(path),
+      message_(message),
       sqlite_code_(sqlite_code) {}
 
 }  // namespace attnc

@@ -29,12 +29,14 @@ class StoreError : public std::runtime_error {
 
   StoreErrc code() const noexcept { return code_; }
   const std::string& path() const noexcept { return path_; }
+  // what() without the "attnc cache <path>: " prefix.
+  const std::string& message() const noexcept { return message_; }
   // SQLite's extended result code, 0 when the error did not come from SQLite.
   int sqlite_code() const noexcept { return sqlite_code_; }
 
  private:
   StoreErrc code_;
-  std::string path_;
+  std::string path_, message_;
   int sqlite_code_;
 };
 

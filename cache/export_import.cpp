@@ -44,8 +44,27 @@ ImportReport copy_records(sql::Conn& from, sql::Conn& to, bool kernels) {
   return rep;
 }
 
+// The file to import is the user's input, not a cache of ours: say that it is not something to
+// import, and never give the cache's own advice (verify it, delete it) about it.
+Store open_import_source(const std::string& path, std::chrono::milliseconds busy_timeout) {
+  try {
+    return Store::open(path, OpenOptions{.mode = OpenMode::ReadOnly, .busy_timeout = busy_timeout});
+  } catch (const StoreError& e) {
+    if (e.code() == StoreErrc::Corrupt) {
+      const std::string why = e.sqlite_code() ? sqlite3_errstr(e.sqlite_code()) : "it has no SQLite header";
+      throw StoreError(e.code(), path, "is not an attnc cache or export (" + why + "); nothing was imported",
+                       e.sqlite_code());
+    }
+    if (e.code() == StoreErrc::Schema) {  // its first clause, without the advice meant for a cache path
+      const std::string& m = e.message();
+      throw StoreError(e.code(), path, m.substr(0, m.find(';')) + "; nothing was imported");
+    }
+    throw;
+  }
+}
+
 void remove_with_sidecars(const std::string& db) {
-  for (const char* suffix : {"", "-wal", "-shm", "-journal"}) std::remove((db + suffix).c_str());
+  for (const char* suffix : {"", "-wal", "-shm", "-journal", "-reserve"}) std::remove((db + suffix).c_str());
 }
 
 }  // namespace
@@ -59,7 +78,7 @@ void Store::export_to(const std::string& out_path, bool include_kernels) {
   remove_with_sidecars(tmp);
   try {
     {
-      Store dst = Store::open(tmp, OpenOptions{.busy_timeout = impl_->options.busy_timeout});
+      Store dst = Store::open(tmp, OpenOptions{.busy_timeout = impl_->options.busy_timeout, .reserve_bytes = 0});
       auto from = impl_->borrow();
       auto to = dst.impl_->borrow();
       copy_records(*from, *to, include_kernels);
@@ -83,7 +102,7 @@ ImportReport Store::import_from(const std::string& in_path) {
   std::error_code ec;
   if (fs::equivalent(in_path, impl_->path, ec))
     throw StoreError(StoreErrc::Invalid, in_path, "is this cache itself; nothing to import");
-  Store src = Store::open(in_path, OpenOptions{.mode = OpenMode::ReadOnly, .busy_timeout = impl_->options.busy_timeout});
+  Store src = open_import_source(in_path, impl_->options.busy_timeout);
   auto from = src.impl_->borrow();
   auto to = impl_->borrow();
   return copy_records(*from, *to, true);

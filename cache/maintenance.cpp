@@ -2,6 +2,9 @@
 #include <filesystem>
 
 #include "cache/clock.h"
+#include "cache/file_state.h"
+#include "cache/lease_holder.h"
+#include "cache/reserve.h"
 #include "cache/schema.h"
 #include "cache/store_impl.h"
 
@@ -31,12 +34,28 @@ void drop(sql::Query& q, GcReport& rep) {
   }
 }
 
+// Leases of processes on this host that are gone (killed mid-build; or their release found the
+// disk full). Elsewhere a pid means nothing to us: those wait for their age.
+std::int64_t drop_gone_holders(sql::Conn& c) {
+  std::vector<std::pair<std::string, std::string>> gone;  // key, token
+  {
+    auto q = c.query("SELECT key, token, pid FROM leases WHERE host = ?1", "read leases");
+    q.bind(1, lease_holder::this_host());
+    while (q.step())
+      if (!lease_holder::pid_alive(q.i64(2))) gone.emplace_back(q.text(0), q.text(1));
+  }
+  for (const auto& [key, token] : gone)
+    c.query("DELETE FROM leases WHERE key = ?1 AND token = ?2", "drop leases of gone builders").bind(1, key).bind(2, token).run();
+  return static_cast<std::int64_t>(gone.size());
+}
+
 }  // namespace
 
 Stats Store::stats() {
   auto c = impl_->borrow();
   Stats s;
   s.journal_mode = c->scalar("PRAGMA journal_mode", "read journal mode");
+  if (s.journal_mode == "delete" && file_state::wal_mode(impl_->path)) s.journal_mode = "wal";  // read as immutable
   {
     sql::Txn snapshot(*c, sql::Txn::Deferred);  // all counts from one state of the file
     s.schema_version = schema::version(*c);
@@ -61,8 +80,14 @@ Stats Store::stats() {
   return s;
 }
 
-GcReport Store::gc(const GcPolicy& p) {
-  auto c = impl_->borrow();
+namespace {
+
+// One pass of gc. Freed pages go back to the file system in the deleting transaction itself
+// (incremental vacuum; caches made before auto_vacuum was set keep them on the freelist until a
+// --vacuum), so that the checkpoint after it has only the pages still in use to write: on a full
+// disk that is what lets the file shrink. `make_room` also truncates the WAL.
+GcReport gc_once(Store::Impl& impl, const GcPolicy& p, bool make_room) {
+  auto c = impl.borrow();
   GcReport rep;
   rep.db_bytes_before = db_bytes(*c);
   {
@@ -81,17 +106,63 @@ GcReport Store::gc(const GcPolicy& p) {
       q.bind(1, *p.max_cubin_bytes);
       drop(q, rep);
     }
-    auto q = c->query("DELETE FROM leases WHERE heartbeat_ms < ?1", "drop stale leases");
-    q.bind(1, now_ms() - std::chrono::duration_cast<std::chrono::milliseconds>(p.stale_leases).count()).run();
+    // Leases nobody refreshes, and leases stamped by a clock far ahead of ours (they would
+    // otherwise look fresh for as long as that clock is ahead).
+    using std::chrono::duration_cast;
+    using std::chrono::milliseconds;
+    const std::int64_t now = now_ms();
+    auto q = c->query("DELETE FROM leases WHERE heartbeat_ms < ?1 OR heartbeat_ms > ?2", "drop stale leases");
+    q.bind(1, now - duration_cast<milliseconds>(p.stale_leases).count())
+        .bind(2, now + duration_cast<milliseconds>(p.future_leases).count())
+        .run();
     rep.leases_removed = q.changes();
+    rep.leases_removed += drop_gone_holders(*c);
+    if (pragma_i64(*c, "PRAGMA auto_vacuum") == 2) c->exec("PRAGMA incremental_vacuum", "give freed pages back");
     txn.commit();
   }
-  if (p.vacuum) {
+  // VACUUM writes a second copy of the database: never on a full disk (the incremental vacuum
+  // above already gave the freed pages back, where the cache was made with auto_vacuum).
+  if (p.vacuum && !make_room) {
+    // Also turns a cache made before auto_vacuum was set into one whose gc gives pages back.
+    c->exec("PRAGMA auto_vacuum = INCREMENTAL", "vacuum");
     c->exec("VACUUM", "vacuum");
-    // VACUUM in WAL mode writes through the WAL; fold it back and shrink the -wal file.
-    c->scalar("PRAGMA wal_checkpoint(TRUNCATE)", "checkpoint");
+  }
+  rep.vacuumed = p.vacuum && !make_room;
+  if (p.vacuum || make_room) {
+    // Fold the WAL back into the file and shrink the -wal file. On a full disk this may still
+    // fail; the deletions above are committed either way.
+    try {
+      c->scalar("PRAGMA wal_checkpoint(TRUNCATE)", "checkpoint");
+    } catch (const StoreError& e) {
+      if (e.code() != StoreErrc::Full && e.code() != StoreErrc::Io && e.code() != StoreErrc::Locked) throw;
+    }
   }
   rep.db_bytes_after = db_bytes(*c);
+  return rep;
+}
+
+}  // namespace
+
+GcReport Store::gc(const GcPolicy& p) {
+  try {
+    return gc_once(*impl_, p, false);
+  } catch (const StoreError& e) {
+    if (e.code() != StoreErrc::Full || !reserve::release(impl_->path)) throw;
+  }
+  // The disk is full: the reserve's room lets the deletions commit and the file shrink.
+  GcReport rep;
+  try {
+    rep = gc_once(*impl_, p, true);
+  } catch (const StoreError& e) {
+    reserve::ensure(impl_->path, impl_->options.reserve_bytes);
+    if (e.code() != StoreErrc::Full) throw;
+    throw StoreError(StoreErrc::Full, impl_->path,
+                     std::string("gc: the disk is still full after releasing the cache's reserve (") +
+                         sqlite3_errstr(e.sqlite_code()) + "); free space on that file system",
+                     e.sqlite_code());
+  }
+  rep.used_reserve = true;
+  reserve::ensure(impl_->path, impl_->options.reserve_bytes);
   return rep;
 }
 

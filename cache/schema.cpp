@@ -75,17 +75,24 @@ void create_v1(sql::Conn& c) {
          "create schema v1");
 }
 
+// Version 2. Configs lost their compiled split count (always 1; the split count is per call and
+// lives beside the config as num_splits): strip "splits" wherever a stored config carries it.
+void strip_config_splits_v2(sql::Conn& c) {
+  c.exec(R"sql(
+    UPDATE kernels SET config_json = json_remove(config_json, '$.splits')
+      WHERE json_type(config_json, '$.splits') IS NOT NULL;
+    UPDATE tuning SET
+      config_json = json_remove(config_json, '$.splits'),
+      candidates_json = (SELECT json_group_array(json_remove(value, '$.config.splits'))
+                           FROM json_each(tuning.candidates_json)),
+      measured_how = json_remove(measured_how, '$.baseline.config.splits');
+  )sql",
+         "strip compiled split counts from stored configs (schema v2)");
+}
+
 std::int64_t pragma_int(sql::Conn& c, const char* pragma) {
   std::string v = c.scalar(pragma, "read database header");
   return v.empty() ? 0 : std::stoll(v);
-}
-
-[[noreturn]] void not_ours(sql::Conn& c, std::int64_t app_id) {
-  char hex[16];
-  std::snprintf(hex, sizeof hex, "0x%08llx", static_cast<unsigned long long>(app_id));
-  throw StoreError(StoreErrc::Schema, c.path(),
-                   std::string("is an SQLite database but not an attnc cache (application_id ") + hex +
-                       "); choose another cache path");
 }
 
 void migrate(sql::Conn& c) {
@@ -93,6 +100,10 @@ void migrate(sql::Conn& c) {
   // Another process may have created or migrated the file while we waited for the lock.
   std::int64_t from = pragma_int(c, "PRAGMA user_version");
   if (from >= kVersion) return;  // nothing left to do; the rollback releases the lock
+  // Store::open only gets here for an empty file or one of ours; tables without a version would be
+  // another program's, written since (the rollback leaves them as they were).
+  if (from == 0 && pragma_int(c, "SELECT count(*) FROM sqlite_master") > 0)
+    not_ours(c.path(), pragma_int(c, "PRAGMA application_id"));
   for (const Migration& m : migrations()) {
     if (m.version <= from) continue;
     m.apply(c);
@@ -111,11 +122,20 @@ void migrate(sql::Conn& c) {
 const std::vector<Migration>& migrations() {
   static const std::vector<Migration> list = {
       {1, "initial schema: meta, specs, kernels, tuning, leases", create_v1},
+      {2, "configs without a compiled split count", strip_config_splits_v2},
   };
   return list;
 }
 
 int version(sql::Conn& c) { return static_cast<int>(pragma_int(c, "PRAGMA user_version")); }
+
+void not_ours(const std::string& path, std::int64_t app_id) {
+  char hex[16];
+  std::snprintf(hex, sizeof hex, "0x%08llx", static_cast<unsigned long long>(static_cast<std::uint32_t>(app_id)));
+  throw StoreError(StoreErrc::Schema, path,
+                   std::string("is an SQLite database but not an attnc cache (application_id ") + hex +
+                       "); it was left unchanged; choose another cache path");
+}
 
 namespace {
 
@@ -147,9 +167,9 @@ void ensure(sql::Conn& c, bool read_only) {
                      "schema version " + std::to_string(v) + " is newer than this attnc knows (" +
                          std::to_string(kVersion) + "); use a newer attnc or another cache path");
   }
-  if (v > 0 && app != kApplicationId) not_ours(c, app);
+  if (v > 0 && app != kApplicationId) not_ours(c.path(), app);
   if (v == kVersion) return;
-  if (v == 0 && h.objects > 0) not_ours(c, app);
+  if (v == 0 && h.objects > 0) not_ours(c.path(), app);
   if (read_only) {
     throw StoreError(StoreErrc::Schema, c.path(),
                      v == 0 ? "is not an attnc cache yet (empty); open it read-write once to create it"

@@ -8,13 +8,14 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "cache/sql.h"
 
 namespace attnc::schema {
 
-inline constexpr int kVersion = 1;
+inline constexpr int kVersion = 2;
 inline constexpr std::int32_t kApplicationId = 0x6174746e;  // "attn"
 
 struct Migration {
@@ -29,6 +30,9 @@ const std::vector<Migration>& migrations();
 void ensure(sql::Conn& conn, bool read_only);
 
 int version(sql::Conn& conn);
+
+// The Schema error for an SQLite file that is not an attnc cache.
+[[noreturn]] void not_ours(const std::string& path, std::int64_t application_id);
 
 // Tables and columns the current version must have (what verify() checks).
 struct Table {

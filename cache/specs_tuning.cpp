@@ -7,6 +7,8 @@ namespace attnc {
 void Store::put_spec(const std::string& spec_id, const std::string& name, const std::string& canonical_yaml) {
   if (spec_id.empty()) throw StoreError(StoreErrc::Invalid, impl_->path, "spec record has an empty spec_id");
   auto c = impl_->borrow();
+  // Look first: a spec already present must not cost a wait for another writer's lock.
+  if (rows::read_spec(*c, spec_id)) return;
   rows::insert_spec(*c, SpecRecord{spec_id, name, canonical_yaml, 0});
 }
 

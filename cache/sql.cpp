@@ -38,9 +38,10 @@ const char* hint(StoreErrc code) {
 }
 }  // namespace
 
-Conn::Conn(const std::string& path, int flags, int busy_timeout_ms)
+Conn::Conn(const std::string& path, int flags, int busy_timeout_ms, const std::string& uri)
     : path_(path), busy_timeout_ms_(busy_timeout_ms) {
-  int rc = sqlite3_open_v2(path.c_str(), &db_, flags | SQLITE_OPEN_NOMUTEX, nullptr);
+  if (!uri.empty()) flags |= SQLITE_OPEN_URI;
+  int rc = sqlite3_open_v2(uri.empty() ? path.c_str() : uri.c_str(), &db_, flags | SQLITE_OPEN_NOMUTEX, nullptr);
   if (rc != SQLITE_OK) {
     std::string msg = db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
     sqlite3_close_v2(db_);
@@ -61,7 +62,7 @@ void Conn::fail(int rc, std::string_view what) const {
   std::string msg(what);
   msg += ": ";
   msg += db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
-  msg += hint(code);
+  if (hints_) msg += hint(code);
   throw StoreError(code, path_, msg, rc);
 }
 

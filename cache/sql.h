@@ -22,8 +22,9 @@ class Query;
 // One connection. Not thread-safe: used by one thread at a time (the Store's pool sees to that).
 class Conn {
  public:
-  // flags: SQLITE_OPEN_* (NOMUTEX is added). Throws StoreError.
-  Conn(const std::string& path, int flags, int busy_timeout_ms);
+  // flags: SQLITE_OPEN_* (NOMUTEX is added). `uri`, when given, is what SQLite opens (a file: URI
+  // with parameters such as immutable=1); `path` still names the database in messages. Throws StoreError.
+  Conn(const std::string& path, int flags, int busy_timeout_ms, const std::string& uri = "");
   ~Conn();
   Conn(const Conn&) = delete;
   Conn& operator=(const Conn&) = delete;
@@ -43,6 +44,9 @@ class Conn {
   std::string scalar(const char* sql, std::string_view what);
 
   void set_busy_timeout(int ms);
+  // Whether error messages end with advice for a cache path (verify it, delete it). Off where the
+  // file is being checked or is someone's input, not a cache in use.
+  void set_hints(bool on) { hints_ = on; }
   int busy_timeout() const { return busy_timeout_ms_; }
 
   [[noreturn]] void fail(int rc, std::string_view what) const;
@@ -51,6 +55,7 @@ class Conn {
   sqlite3* db_ = nullptr;
   std::string path_;
   int busy_timeout_ms_;
+  bool hints_ = true;
   std::unordered_map<const char*, sqlite3_stmt*> statements_;
 };
 

@@ -1,6 +1,7 @@
 // Opening a store: location checks, connection setup, the connection pool.
 #include "cache/store.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -9,6 +10,8 @@
 #include <thread>
 
 #include "cache/cache_path.h"
+#include "cache/file_state.h"
+#include "cache/reserve.h"
 #include "cache/schema.h"
 #include "cache/store_impl.h"
 
@@ -48,6 +51,32 @@ void check_location(const std::string& path, OpenMode mode) {
                      std::string("file is not writable (") + std::strerror(errno) + "); open it read-only");
 }
 
+// Decides, before any write, whether the file may be opened as a cache at all (see file_state.h).
+// Returns whether this process created the file (then its first connection sets how it is laid out;
+// several processes creating one cache at once must not all take the write lock for that).
+bool check_contents(const std::string& path, OpenMode mode, int busy_timeout_ms) {
+  const file_state::State st = file_state::inspect(path, busy_timeout_ms);
+  switch (st.kind) {
+    case file_state::Kind::NotADatabase:
+      throw StoreError(StoreErrc::Corrupt, path,
+                       "file is not a database (it has no SQLite header) (run `attnc cache verify`; delete the "
+                       "file to start afresh)");
+    case file_state::Kind::Foreign: schema::not_ours(path, st.application_id);
+    case file_state::Kind::Empty:
+      if (mode == OpenMode::ReadOnly)
+        throw StoreError(StoreErrc::Schema, path, "is not an attnc cache yet (empty); open it read-write once to create it");
+      return false;
+    case file_state::Kind::Missing: {
+      if (mode == OpenMode::ReadOnly) return false;
+      int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+      if (fd >= 0) ::close(fd);
+      return fd >= 0;
+    }
+    case file_state::Kind::Ours: return false;
+  }
+  return false;
+}
+
 // Switching to WAL needs a moment of exclusive access; several processes creating the file at
 // once can see SQLITE_BUSY here without the busy handler being consulted, so retry ourselves.
 void enable_wal(sql::Conn& c) {
@@ -65,14 +94,19 @@ void enable_wal(sql::Conn& c) {
 
 }  // namespace
 
-std::unique_ptr<sql::Conn> Store::Impl::connect() const {
-  int flags = writable() ? SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE : SQLITE_OPEN_READONLY;
-  auto c = std::make_unique<sql::Conn>(path, flags, static_cast<int>(options.busy_timeout.count()));
+std::unique_ptr<sql::Conn> Store::Impl::connect(bool new_file) const {
+  const int busy = static_cast<int>(options.busy_timeout.count());
+  auto c = writable() ? std::make_unique<sql::Conn>(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, busy)
+                      : file_state::open_reader(path, busy, true);
   // No mmap: a file truncated under a mapping raises SIGBUS instead of an error we can report.
   c->exec("PRAGMA mmap_size = 0", "configure connection");
   // Extra b-tree sanity checks, so a damaged page is reported rather than misread.
   c->exec("PRAGMA cell_size_check = ON", "configure connection");
   if (writable()) {
+    // Only on a new file, before its first page is written (the WAL switch writes it): gc then
+    // gives freed pages back with no VACUUM, which a full disk could not run. On an existing file
+    // this pragma would take the write lock, so it is not even tried there.
+    if (new_file) c->exec("PRAGMA auto_vacuum = INCREMENTAL", "configure connection");
     enable_wal(*c);
     // In WAL mode NORMAL never corrupts; a power cut may only lose the last commits.
     c->exec("PRAGMA synchronous = NORMAL", "configure connection");
@@ -104,12 +138,14 @@ Store::Impl::Borrowed::~Borrowed() {
 
 Store Store::open(const std::string& path, const OpenOptions& options) {
   check_location(path, options.mode);
+  const bool new_file = check_contents(path, options.mode, static_cast<int>(options.busy_timeout.count()));
   auto impl = std::make_unique<Impl>();
   impl->path = path;
   impl->options = options;
-  auto conn = impl->connect();
+  auto conn = impl->connect(new_file);
   schema::ensure(*conn, options.mode == OpenMode::ReadOnly);
   impl->idle.push_back(std::move(conn));
+  if (impl->writable()) reserve::ensure(path, options.reserve_bytes);
   return Store(std::move(impl));
 }
 
@@ -127,5 +163,6 @@ Store& Store::operator=(Store&&) noexcept = default;
 Store::~Store() = default;
 
 const std::string& Store::path() const { return impl_->path; }
+bool Store::read_only() const { return !impl_->writable(); }
 
 }  // namespace attnc

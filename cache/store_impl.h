@@ -18,7 +18,8 @@ struct Store::Impl {
   bool writable() const { return options.mode == OpenMode::ReadWrite; }
 
   // A new connection with this store's pragmas; the schema is checked once, at open.
-  std::unique_ptr<sql::Conn> connect() const;
+  // `new_file`: the file is missing or empty, so this connection may set how it is created.
+  std::unique_ptr<sql::Conn> connect(bool new_file = false) const;
 
   // A connection borrowed from the pool for one call; back to the pool when it goes out of scope.
   // Connections are never shared between threads at the same time, so they are opened NOMUTEX.

@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "cache/clock.h"
+#include "cache/file_state.h"
+#include "cache/lease_holder.h"
 #include "cache/rows.h"
 #include "cache/schema.h"
 #include "cache/store_impl.h"
@@ -91,6 +94,34 @@ void check_tuning(sql::Conn& c, VerifyReport& rep) {
   }
 }
 
+// Leases are not damage, but one whose builder is gone or whose clock is wrong is worth knowing
+// about: says what a waiter does with it and whether `gc` (with its default policy) removes it.
+void note_leases(sql::Conn& c, VerifyReport& rep) {
+  using std::chrono::duration_cast;
+  using std::chrono::milliseconds;
+  const std::int64_t stale_ms = LeaseOptions{}.stale_after.count();
+  const std::int64_t future_ms = duration_cast<milliseconds>(GcPolicy{}.future_leases).count();
+  const std::int64_t gc_age_ms = duration_cast<milliseconds>(GcPolicy{}.stale_leases).count();
+  auto q = c.query("SELECT key, pid, host, heartbeat_ms FROM leases ORDER BY key", "read leases");
+  const std::int64_t now = now_ms();
+  while (q.step()) {
+    const LeaseWait w{q.text(0), q.i64(1), q.text(2), now - q.i64(3)};
+    std::string why;
+    if (lease_holder::gone(w.host, w.pid))
+      why = "that process is gone: a waiter takes the lease over at once; `attnc cache gc` removes it";
+    else if (-w.heartbeat_age_ms > future_ms)
+      why = "a waiter takes the lease over after " + std::to_string(stale_ms / 1000) +
+            " s of no change; `attnc cache gc` removes it";
+    else if (w.heartbeat_age_ms > stale_ms)
+      why = std::string("nobody refreshes it: a waiter takes the lease over; `attnc cache gc` removes it") +
+            (w.heartbeat_age_ms > gc_age_ms ? "" : " once it is an hour old");
+    else
+      continue;  // a live build
+    rep.notes.push_back("build lease on kernel " + w.key + " (pid " + std::to_string(w.pid) + " on host " + w.host +
+                        ", " + w.heartbeat() + "): " + why);
+  }
+}
+
 VerifyReport verify_on(sql::Conn& c, bool full) {
   VerifyReport rep;
   // Each step on its own: a failure in one (a damaged page) still lets the others report.
@@ -107,6 +138,7 @@ VerifyReport verify_on(sql::Conn& c, bool full) {
   if (usable) {
     step("kernel check", [&] { check_kernels(c, rep); return true; });
     step("tuning check", [&] { check_tuning(c, rep); return true; });
+    step("lease check", [&] { note_leases(c, rep); return true; });
   }
   return rep;
 }
@@ -131,11 +163,18 @@ VerifyReport Store::verify_file(const std::string& path, bool full) {
     rep.problems.push_back(path + " does not exist");
     return rep;
   }
+  if (std::filesystem::is_directory(path, ec)) {
+    rep.problems.push_back(path + " is a directory, not a database file");
+    return rep;
+  }
   try {
-    sql::Conn c(path, SQLITE_OPEN_READONLY, 1000);
-    c.exec("PRAGMA mmap_size = 0", "configure connection");
-    c.exec("PRAGMA cell_size_check = ON", "configure connection");
-    return verify_on(c, full);
+    // Read-only, and without leaving -wal/-shm beside a file that is not ours (file_state.h).
+    const bool ours = file_state::inspect(path, 1000).kind == file_state::Kind::Ours;
+    auto c = file_state::open_reader(path, 1000, ours);
+    c->set_hints(false);
+    c->exec("PRAGMA mmap_size = 0", "configure connection");
+    c->exec("PRAGMA cell_size_check = ON", "configure connection");
+    return verify_on(*c, full);
   } catch (const std::exception& e) {
     rep.problems.push_back(e.what());
     return rep;

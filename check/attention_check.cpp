@@ -188,7 +188,7 @@ ReferenceOptions reference_options(const KernelPlan& plan, float scale, const st
   }
   r.softcap = s.softcap;
   r.alibi = plan.alibi;
-  r.alibi_slopes = plan.alibi ? slopes : nullptr;
+  r.alibi_slopes = plan.alibi != Alibi::none ? slopes : nullptr;
   r.sinks = plan.sinks ? sinks : nullptr;
   return r;
 }
@@ -265,7 +265,7 @@ AttentionReport check_attention(const KernelPlan& plan, const Kernel& kernel, co
   a.o = call.o.as();
   a.q_row_stride = q_row;
   a.o_row_stride = o_row;
-  a.lse = plan.lse ? call.lse.as<float>() : nullptr;
+  a.lse = plan.lse != LseOut::none ? call.lse.as<float>() : nullptr;
   a.batch = b.size;
   a.total_q = b.total_q;
   a.max_seqlen_q = b.max_q;
@@ -276,7 +276,7 @@ AttentionReport check_attention(const KernelPlan& plan, const Kernel& kernel, co
     a.cu_seqlens_q = call.cu_q.as<int>();
     call.host.cu_seqlens_q = b.cu_q.data();
   }
-  if (plan.alibi) {
+  if (plan.alibi != Alibi::none) {
     call.slopes = upload(std::vector<float>(slopes.begin(), slopes.end()));
     a.alibi_slopes = call.slopes.as<float>();
   }
@@ -302,12 +302,9 @@ AttentionReport check_attention(const KernelPlan& plan, const Kernel& kernel, co
     call.host.cu_seqlens_k = b.cu_k.data();
   }
 
-  a.num_splits = c.num_splits;
-  a.num_sms = c.num_sms;
-  rep.num_splits = c.num_splits > 0 ? c.num_splits
-                                    : choose_num_splits(plan, b.size, b.pass_cu_q ? b.max_q : 1, b.max_k, c.num_sms);
-  if (rep.num_splits > 1 && plan.split_kv) {
-    a.workspace_bytes = attention_workspace_bytes(plan, b.total_q, rep.num_splits);
+  a.num_splits = decide_num_splits(plan, {b.size, query_len_bound(a), b.max_k, b.total_q, c.num_sms}, c.num_splits);
+  if (a.num_splits > 1 && plan.split_kv) {
+    a.workspace_bytes = attention_workspace_bytes(plan, b.total_q, a.num_splits);
     call.workspace = DeviceBuffer(a.workspace_bytes);
     call.workspace.memset(0xff);  // partials nobody wrote stay NaN
     a.workspace = call.workspace.as();
@@ -339,8 +336,8 @@ AttentionReport check_attention(const KernelPlan& plan, const Kernel& kernel, co
                                  v.exact, ref_o, ref_lse);
     ErrorTally e;
     compare_output(t, call.o.download<std::uint16_t>(), o_row, b.total_q, hq, dv, ref_o, c.atol, c.rtol, e);
-    if (plan.lse) {
-      const double to_base = plan.lse == 2 ? 1.0 / std::log(2.0) : 1.0;
+    if (plan.lse != LseOut::none) {
+      const double to_base = plan.lse == LseOut::base_2 ? 1.0 / std::log(2.0) : 1.0;
       compare_lse(call.lse.download<float>(), s.lse.layout == LseLayout::head_major, to_base, b.total_q, hq, ref_lse,
                   e);
     }

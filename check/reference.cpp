@@ -47,9 +47,9 @@ void reference_attention(const ReferenceOptions& opt, const std::vector<int>& cu
           for (int d = 0; d < D; ++d) dot += qi[d] * kj[d];
           double x = dot * scale;
           if (opt.softcap > 0) x = opt.softcap * std::tanh(x / opt.softcap);
-          if (opt.alibi) {
+          if (opt.alibi != Alibi::none) {
             const double dist = std::abs(double(diag - j));
-            x -= (*opt.alibi_slopes)[h] * (opt.alibi == 2 ? std::sqrt(dist) : dist);
+            x -= (*opt.alibi_slopes)[h] * (opt.alibi == Alibi::sqrt ? std::sqrt(dist) : dist);
           }
           s[j] = x;
           m = std::max(m, x);

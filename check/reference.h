@@ -6,6 +6,8 @@
 
 #include <vector>
 
+#include "attnc/params/kinds.h"
+
 namespace attnc {
 
 struct ReferenceOptions {
@@ -18,7 +20,7 @@ struct ReferenceOptions {
   int window_left = -1;        // -1 = unbounded
   int window_right = -1;
   double softcap = 0.0;        // 0 = off
-  int alibi = 0;               // 0 none, 1 linear, 2 sqrt
+  Alibi alibi = Alibi::none;
   const std::vector<double>* alibi_slopes = nullptr;  // [Hq]
   const std::vector<double>* sinks = nullptr;         // [Hq], raw logits
   int head_begin = 0, head_end = -1;                  // q heads to compute (-1: all); others untouched

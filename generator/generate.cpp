@@ -2,21 +2,23 @@
 
 namespace attnc {
 
+SpecKernel generate_kernel(const Spec& spec, KernelKind kind, const std::string& arch, const std::string& config_json) {
+  SpecKernel k;
+  k.kind = kind;
+  try {
+    Config config = default_config(spec, kind, arch);
+    if (!config_json.empty()) config = Config::from_json(config_json, config);
+    k.plan = plan_kernel(spec, kind, config, arch);
+    k.source = emit_kernel(*k.plan);
+  } catch (const NotSupportedYet& e) {
+    k.skipped = e.what();
+  }
+  return k;
+}
+
 std::vector<SpecKernel> spec_kernels(const Spec& spec, const std::string& arch, const std::string& config_json) {
   std::vector<SpecKernel> out;
-  for (KernelKind kind : kernels_of(spec)) {
-    SpecKernel k;
-    k.kind = kind;
-    try {
-      Config config = default_config(spec, kind, arch);
-      if (!config_json.empty()) config = Config::from_json(config_json, config);
-      k.plan = plan_kernel(spec, kind, config, arch);
-      k.source = emit_kernel(*k.plan);
-    } catch (const NotSupportedYet& e) {
-      k.skipped = e.what();
-    }
-    out.push_back(std::move(k));
-  }
+  for (KernelKind kind : kernels_of(spec)) out.push_back(generate_kernel(spec, kind, arch, config_json));
   return out;
 }
 

@@ -17,8 +17,13 @@ struct SpecKernel {
   std::string skipped;                 // "not supported yet: ..." otherwise
 };
 
-// `config_json` overrides fields of each kind's default config (empty: the defaults). A config that
-// cannot work throws BadConfig; malformed JSON throws std::invalid_argument.
+// One kernel of the spec. `config_json` overrides fields of the kind's default config (empty: the
+// defaults). A config that cannot work throws BadConfig; malformed JSON throws
+// std::invalid_argument. A kind the spec does not list is generated all the same.
+SpecKernel generate_kernel(const Spec&, KernelKind, const std::string& arch, const std::string& config_json = "");
+
+// Every kernel the spec lists, with the defaults; `config_json` as above for each of them (so it
+// must suit every listed kind's family: name one kind with generate_kernel otherwise).
 std::vector<SpecKernel> spec_kernels(const Spec&, const std::string& arch, const std::string& config_json = "");
 
 }  // namespace attnc

@@ -4,16 +4,21 @@
  * exception out. On failure attnc_last_error() holds a message for the calling thread, naming the
  * argument, what it got and what is allowed.
  *
- * ABI growth: attnc_options and attnc_call start with struct_size; fill it with sizeof and start
- * from attnc_options_init / attnc_call_init, which set every field to its default. A library reads
- * only the fields it knows; a struct_size smaller than the first version's is
- * ATTNC_ERR_INVALID_ARGUMENT.
+ * ABI growth: attnc_options, attnc_call and attnc_selection start with struct_size, the size of
+ * the struct as the caller's header declares it. Set it to sizeof before anything else, then start
+ * attnc_options / attnc_call from attnc_options_init / attnc_call_init, which set every field to its
+ * default. The library reads and writes only the first min(struct_size, its own sizeof) bytes, so a
+ * caller built against an older, smaller struct is never written past its end, and fields a newer
+ * header added are left to the caller (zero them by initialising the struct as below). A
+ * struct_size smaller than the first version's is ATTNC_ERR_INVALID_ARGUMENT, from the *_init too.
  *
- *   attnc_options opt; attnc_options_init(&opt);
+ *   attnc_options opt = {.struct_size = sizeof(attnc_options)};
+ *   attnc_options_init(&opt);
  *   attnc_attention* att;
  *   if (attnc_attention_create_from_file("specs/llama-3-8b.yaml", &opt, &att)) puts(attnc_last_error());
  *   attnc_attention_reserve(att, ATTNC_KIND_DECODE, 256, 1, 32768);
- *   attnc_call c; attnc_call_init(&c);
+ *   attnc_call c = {.struct_size = sizeof(attnc_call)};
+ *   attnc_call_init(&c);
  *   c.kind = ATTNC_KIND_DECODE; c.q = q; c.k = k_cache; ...
  *   attnc_attention_run(att, &c, stream);
  *   attnc_attention_destroy(att);
@@ -61,7 +66,7 @@ typedef enum attnc_origin {
 } attnc_origin;
 
 typedef struct attnc_options {
-  size_t struct_size;     /* sizeof(attnc_options) */
+  size_t struct_size;     /* sizeof(attnc_options), set before attnc_options_init */
   const char* db;         /* NULL or "": default cache; "none": memory only; else a database path */
   int device;             /* CUDA device ordinal */
   int use_tuning;         /* 0: ignore tuning records */
@@ -78,7 +83,7 @@ typedef struct attnc_options {
 /* One attention call; mirrors attnc::AttentionArgs (runtime/launch/attention_args.h). Strides are in
  * elements; 0 means contiguous where a default exists. */
 typedef struct attnc_call {
-  size_t struct_size; /* sizeof(attnc_call) */
+  size_t struct_size; /* sizeof(attnc_call), set before attnc_call_init */
   int kind;           /* attnc_kind */
   int dtype;          /* attnc_dtype of q/k/v/o, checked against the spec; ATTNC_DTYPE_UNSET: not stated */
   int num_q_heads, num_kv_heads, head_dim, head_dim_v; /* checked when non-zero */
@@ -135,8 +140,9 @@ ATTNC_API const char* attnc_version(void);
 /* The calling thread's last error message ("" when none); valid until its next attnc call. */
 ATTNC_API const char* attnc_last_error(void);
 
-ATTNC_API void attnc_options_init(attnc_options* options);
-ATTNC_API void attnc_call_init(attnc_call* call);
+/* The defaults into a struct whose struct_size the caller has set (see "ABI growth" above). */
+ATTNC_API int attnc_options_init(attnc_options* options);
+ATTNC_API int attnc_call_init(attnc_call* call);
 
 /* options may be NULL (defaults). */
 ATTNC_API int attnc_attention_create_from_file(const char* spec_path, const attnc_options* options,

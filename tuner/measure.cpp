@@ -152,7 +152,7 @@ struct TimingInputs::Impl {
     const auto base = reinterpret_cast<char*>(inputs.ptr()) + set * set_stride;
     a.q = base;
     a.o = out.as();
-    a.lse = plan.lse ? lse.as<float>() : nullptr;
+    a.lse = plan.lse != LseOut::none ? lse.as<float>() : nullptr;
     a.batch = B;
     a.total_q = total_q;
     a.max_seqlen_q = problem.max_seqlen_q;
@@ -170,10 +170,9 @@ struct TimingInputs::Impl {
       a.v = base + v_off;
       a.cu_seqlens_k = m + B + 1;
     }
-    if (plan.alibi) a.alibi_slopes = extras.as<float>();
+    if (plan.alibi != Alibi::none) a.alibi_slopes = extras.as<float>();
     if (plan.sinks) a.sinks = extras.as<float>() + spec.num_q_heads;
     a.num_splits = num_splits;
-    a.num_sms = dev.sm_count();
     a.workspace = workspace.size() ? workspace.as() : nullptr;
     a.workspace_bytes = workspace.size();
     return a;
@@ -196,15 +195,14 @@ const Problem& TimingInputs::problem() const { return impl_->problem; }
 Timing TimingInputs::time(const KernelPlan& plan, const Kernel& kernel, const Kernel* combine, int num_splits) {
   Impl& m = *impl_;
   const MeasureOptions& o = m.options;
-  const int q_for_splits = m.pass_cu_q ? m.problem.max_seqlen_q : 1;
-  const int splits =
-      num_splits > 0 ? num_splits
-                     : choose_num_splits(plan, m.problem.batch, q_for_splits, m.problem.max_seqlen_k, m.dev.sm_count());
+  const SplitShape shape{m.problem.batch, m.pass_cu_q ? m.problem.max_seqlen_q : 1, m.problem.max_seqlen_k, m.total_q,
+                         m.dev.sm_count()};
+  const int splits = decide_num_splits(plan, shape, num_splits);
   const std::size_t need = attention_workspace_bytes(plan, m.total_q, splits);
   if (need > m.workspace.size()) m.workspace = DeviceBuffer(need);
 
   std::vector<AttentionLaunch> launches;
-  for (int set = 0; set < m.nsets; ++set) launches.push_back(prepare_attention(plan, m.args(plan, set, num_splits)));
+  for (int set = 0; set < m.nsets; ++set) launches.push_back(prepare_attention(plan, m.args(plan, set, splits)));
   const CUstream stream = m.stream.handle();
   const std::string what = kernel.entry() + " on " + ShapeBucket::of(m.problem).label();
 

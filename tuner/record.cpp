@@ -2,9 +2,7 @@
 
 #include <stdexcept>
 
-#ifndef ATTNC_VERSION
-#define ATTNC_VERSION "unknown"
-#endif
+#include "attnc_version.h"
 
 namespace attnc {
 namespace {

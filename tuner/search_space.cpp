@@ -46,7 +46,6 @@ std::vector<Config> config_space(const Spec& s, KernelKind kind, const std::stri
         c.block_m = 16 * w;
         c.block_n = n;
         c.stages = st;
-        c.splits = 1;
         if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
       }
   return out;

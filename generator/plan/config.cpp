@@ -9,7 +9,6 @@ namespace attnc {
 std::string Config::short_name() const {
   std::string s = "m" + std::to_string(block_m) + "n" + std::to_string(block_n) + "w" +
                   std::to_string(warps) + "s" + std::to_string(stages);
-  if (splits != 1) s += "k" + std::to_string(splits);
   return s;
 }
 
@@ -20,7 +19,6 @@ std::string Config::to_json() const {
   j["block_n"] = block_n;
   j["warps"] = warps;
   j["stages"] = stages;
-  j["splits"] = splits;
   return j.dump();
 }
 
@@ -46,11 +44,10 @@ Config Config::from_json(const std::string& text, const Config& base) {
                  : key == "block_n" ? &c.block_n
                  : key == "warps"   ? &c.warps
                  : key == "stages"  ? &c.stages
-                 : key == "splits"  ? &c.splits
                                     : nullptr;
     if (!field)
       throw std::invalid_argument("config." + key +
-                                  ": unknown field; allowed: family, block_m, block_n, warps, stages, splits");
+                                  ": unknown field; allowed: family, block_m, block_n, warps, stages");
     if (!it->is_number_integer()) throw std::invalid_argument("config." + key + ": expected an integer");
     *field = it->get<int>();
   }

@@ -1,5 +1,6 @@
-// A Config is what the tuner may change without changing the result: template family, tiles,
-// warps, pipeline stages, split count.
+// A Config is what the tuner may change without changing the result and what is compiled in:
+// template family, tiles, warps, pipeline stages. The split-KV count is per call
+// (generator/split_kv.h; a tuning record keeps it beside the Config as TunedChoice::num_splits).
 #pragma once
 
 #include <string>
@@ -12,9 +13,8 @@ struct Config {
   int block_n = 64;
   int warps = 8;
   int stages = 2;
-  int splits = 1;
 
-  // "m128n64w8s2" (+ "k4" when split): short, stable, used in kernel names.
+  // "m128n64w8s2": short, stable, used in kernel names.
   std::string short_name() const;
   std::string to_json() const;
   // Fields present in `json` override `base`; throws std::invalid_argument naming the field.

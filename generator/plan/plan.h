@@ -49,10 +49,10 @@ struct KernelPlan {
 
   // Compile-time constants of the traits struct.
   int head_dim = 0, head_dim_v = 0, group = 1;
-  int mask_kind = 0;        // 0 none, 1 causal, 2 sliding window (templates/attnc/features/mask.cuh)
+  MaskKind mask_kind = MaskKind::none;  // causal also when the spec writes it as a window (left -1, right 0)
   bool softcap = false;
-  int lse = 0;              // 0 none, 1 base e, 2 base 2
-  int alibi = 0;            // 0 none, 1 linear, 2 sqrt
+  LseOut lse = LseOut::none;
+  Alibi alibi = Alibi::none;
   bool sinks = false;
   bool paged = false;       // K/V from a paged cache
   bool pack_gqa = false;    // rows of a tile are (token, q head of the group) pairs

@@ -39,9 +39,6 @@ void check_config(const Spec& s, const Config& c, const ArchInfo& arch) {
   if (c.block_n < 16 || c.block_n > 256 || c.block_n % 16 != 0)
     throw BadConfig("block_n " + std::to_string(c.block_n) + "; allowed: a multiple of 16 in 16..256");
   if (c.stages < 2 || c.stages > 4) throw BadConfig("stages " + std::to_string(c.stages) + "; allowed: 2..4");
-  if (c.splits != 1)
-    throw BadConfig("splits " + std::to_string(c.splits) + "; " + c.family +
-                    " compiles with 1 (decode_split takes its split count per call)");
   const int smem = smem_bytes(s, c);
   if (smem > arch.max_smem_per_block)
     throw BadConfig(c.short_name() + " needs " + std::to_string(smem) + " bytes of shared memory; " + arch.name +
@@ -50,12 +47,12 @@ void check_config(const Spec& s, const Config& c, const ArchInfo& arch) {
 
 // Canonical mask code, so specs that compute the same mask share a kernel: a window (-1, 0) is
 // causal and a window (-1, -1) is no mask.
-int mask_kind_code(const MaskSpec& m) {
-  if (m.kind == MaskKind::none) return 0;
-  if (m.kind == MaskKind::causal) return 1;
-  if (m.window_left < 0 && m.window_right == 0) return 1;
-  if (m.window_left < 0 && m.window_right < 0) return 0;
-  return 2;
+// The mask the kernel compiles: a window unbounded on the left and 0 on the right is causal, one
+// unbounded on both sides is no mask.
+MaskKind compiled_mask(const MaskSpec& m) {
+  if (m.kind != MaskKind::sliding_window || m.window_left >= 0) return m.kind;
+  if (m.window_right == 0) return MaskKind::causal;
+  return m.window_right < 0 ? MaskKind::none : m.kind;
 }
 
 }  // namespace
@@ -92,10 +89,10 @@ KernelPlan plan_attention_kernel(const Spec& s, KernelKind kind, const Config& c
   p.head_dim = s.head_dim;
   p.head_dim_v = s.head_dim_v;
   p.group = s.group_size();
-  p.mask_kind = mask_kind_code(s.mask);
+  p.mask_kind = compiled_mask(s.mask);
   p.softcap = s.softcap > 0;
-  p.lse = s.lse.layout == LseLayout::none ? 0 : s.lse.base == LseBase::e ? 1 : 2;
-  p.alibi = s.alibi == Alibi::none ? 0 : s.alibi == Alibi::linear ? 1 : 2;
+  p.lse = s.lse.layout == LseLayout::none ? LseOut::none : s.lse.base == LseBase::e ? LseOut::base_e : LseOut::base_2;
+  p.alibi = s.alibi;
   p.sinks = s.sinks;
   p.paged = kind != KernelKind::prefill;
   p.pack_gqa = kind == KernelKind::decode;
@@ -106,14 +103,14 @@ KernelPlan plan_attention_kernel(const Spec& s, KernelKind kind, const Config& c
 }
 
 std::string attention_variant_name(const KernelPlan& p) {
-  static const char* masks[] = {"nomask", "causal", "window"};
+  static const char* masks[] = {"nomask", "causal", "window"};  // by MaskKind
   std::string n = p.family + "_" + to_string(p.spec.dtype) + "_d" + std::to_string(p.head_dim);
   if (p.head_dim_v != p.head_dim) n += "v" + std::to_string(p.head_dim_v);
-  n += "_g" + std::to_string(p.group) + "_" + masks[p.mask_kind];
+  n += "_g" + std::to_string(p.group) + "_" + masks[int(p.mask_kind)];
   if (p.softcap) n += "_softcap";
-  if (p.alibi) n += p.alibi == 1 ? "_alibi" : "_sqrtalibi";
+  if (p.alibi != Alibi::none) n += p.alibi == Alibi::linear ? "_alibi" : "_sqrtalibi";
   if (p.sinks) n += "_sinks";
-  if (p.lse) n += p.lse == 1 ? "_lse" : "_lse2";
+  if (p.lse != LseOut::none) n += p.lse == LseOut::base_e ? "_lse" : "_lse2";
   if (p.paged && p.family == "prefill_sm80") n += "_paged";
   return n + "_" + p.config.short_name();
 }

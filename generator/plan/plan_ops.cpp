@@ -33,7 +33,6 @@ Config op_config(KernelKind kind) {
   c.family = family_for(kind);
   c.block_m = c.block_n = c.stages = 0;
   c.warps = (kind == KernelKind::merge ? kMergeThreads : kCacheWriteThreads) / 32;
-  c.splits = 1;
   return c;
 }
 
@@ -43,7 +42,7 @@ bool is_op_kind(KernelKind k) { return k == KernelKind::merge || k == KernelKind
 
 Config default_op_config(const Spec&, KernelKind kind, const std::string&) { return op_config(kind); }
 
-// Tile fields of the config (block_m, block_n, stages, splits, warps) do not apply here and are
+// Tile fields of the config (block_m, block_n, stages, warps) do not apply here and are
 // ignored, so a config override aimed at the attention kernels of a spec leaves these alone.
 KernelPlan plan_op_kernel(const Spec& s, KernelKind kind, const Config& c, const std::string& arch) {
   const ArchInfo info = arch_info(arch);

@@ -9,13 +9,13 @@
 #include <string>
 #include <vector>
 
+#include "attnc/params/kinds.h"  // MaskKind, Alibi: shared with the templates
+
 namespace attnc {
 
 enum class DType { bf16, fp16 };
 enum class KvDType { same, fp8_e4m3, fp8_e5m2, int8 };  // `same`: the KV cache holds `dtype`
 enum class KvLayout { NHD, HND };                        // per page: [tokens, heads, dim] / [heads, tokens, dim]
-enum class MaskKind { none, causal, sliding_window };
-enum class Alibi { none, linear, sqrt };
 enum class LseLayout { none, head_major, token_major };  // [Hq, total_q] (FlashAttention) / [total_q, Hq] (FlashInfer)
 enum class LseBase { e, two };
 // none; int8 Q/K/V with per-token K and per-channel V scales (ixformer quant_type 1);

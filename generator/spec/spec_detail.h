@@ -26,6 +26,12 @@ std::string cat(const Ts&... parts) {
   return os.str();
 }
 
+// What head_dim and head_dim_v allow without mla (checked in spec_validate.cpp, where mla is
+// known), and the end of their "out of range" messages.
+inline constexpr const char* kDimRule = "a multiple of 8 in 8..256";
+inline constexpr const char* kDimRange =
+    "a multiple of 8 in 8..256 (larger QK dims only through mla)";
+
 // Collects every error of one file.
 class Diags {
  public:
@@ -57,6 +63,9 @@ class FieldMap {
   std::map<std::string, Loc, std::less<>> where_;
   std::set<std::string> failed_;
 };
+
+// "allowed: at most 262144 bytes (256 KiB)": the end of the message for a text or file too large.
+std::string size_limit();
 
 std::size_t edit_distance(std::string_view a, std::string_view b);  // case-insensitive
 // The name in `names` closest to `got`, if one is close enough to be a likely typo; else nullptr.

@@ -2,6 +2,7 @@
 // docs/spec.md documents every field; attention-semantics.md pins what each one means.
 #pragma once
 
+#include <cstddef>
 #include <optional>
 #include <span>
 #include <stdexcept>
@@ -35,12 +36,19 @@ class SpecError : public std::runtime_error {
   std::vector<Diagnostic> diags_;
 };
 
+// Limits that bound a parse in time and memory whatever the bytes (docs/spec.md "Limits"); input
+// past one is an error that names it.
+inline constexpr std::size_t kMaxSpecBytes = 256 << 10;  // a spec text or file (256 KiB)
+inline constexpr int kMaxSpecNesting = 64;             // lists and mappings inside each other
+inline constexpr int kMaxSpecNodes = 10000;            // YAML values (scalars, lists, mappings)
+
 // Parses and validates. Defaults are filled in and derived values resolved, so the returned Spec
 // is complete: num_kv_heads, head_dim_v, MLA head dims, sparse.active_head_end and
 // sparse.head_sliding_step hold concrete values. `filename` is only used in diagnostics, and its
-// stem becomes the name when the spec has no `name`.
+// stem becomes the name when the spec has no `name`. A text longer than kMaxSpecBytes is an error.
 Spec parse_spec(std::string_view yaml_text, const std::string& filename);
-// Reads a file and parses it; an unreadable file is a SpecError naming it.
+// Reads a file and parses it. A file that cannot be read, is not a regular file (a directory, a
+// FIFO, a device) or is larger than kMaxSpecBytes is a SpecError naming it, raised before reading.
 Spec load_spec(const std::string& path);
 
 // Canonical YAML: every field written, resolved, in a fixed order and style; `name` left out.

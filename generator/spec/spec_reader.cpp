@@ -14,6 +14,40 @@ bool tagged_as(const YAML::Node& n, std::string_view what) {
   return n.Tag() == "?" || n.Tag() == std::string("tag:yaml.org,2002:") + std::string(what);
 }
 
+// "tagged as a string (!!str)" for a scalar with an explicit tag; "" for plain and quoted ones.
+std::string tag_note(const YAML::Node& n) {
+  const std::string& tag = n.Tag();
+  if (tag == "?" || tag == "!" || tag.empty()) return "";
+  constexpr std::string_view kCore = "tag:yaml.org,2002:";
+  if (!tag.starts_with(kCore)) return cat(" tagged ", tag);
+  const std::string name = tag.substr(kCore.size());
+  constexpr std::pair<const char*, const char*> kKnown[] = {
+      {"str", "a string"}, {"int", "an integer"}, {"float", "a number"},
+      {"bool", "a boolean"}, {"null", "null"}};
+  for (const auto& [short_name, what] : kKnown)
+    if (name == short_name) return cat(" tagged as ", what, " (!!", name, ')');
+  return cat(" tagged !!", name);
+}
+
+// A scalar's text for a message, at most 40 characters.
+std::string shortened(std::string s) {
+  if (s.size() > 40) s = s.substr(0, 37) + "...";
+  return s;
+}
+
+enum class IntRead { ok, not_integer, too_large };
+
+// A plain (or !!int) scalar in base 10, optionally signed.
+IntRead read_int(const YAML::Node& n, long long& out) {
+  if (!n.IsScalar() || quoted(n) || !tagged_as(n, "int")) return IntRead::not_integer;
+  std::string_view s = n.Scalar();
+  if (!s.empty() && s.front() == '+') s.remove_prefix(1);
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+  if (ec == std::errc::result_out_of_range) return IntRead::too_large;
+  if (ec != std::errc() || end != s.data() + s.size() || s.empty()) return IntRead::not_integer;
+  return IntRead::ok;
+}
+
 bool contains(std::span<const char* const> names, std::string_view s) {
   return std::any_of(names.begin(), names.end(), [&](const char* n) { return s == n; });
 }
@@ -33,9 +67,8 @@ std::string describe(const YAML::Node& n) {
     case YAML::NodeType::Map:
       return "a mapping";
     case YAML::NodeType::Scalar: {
-      std::string s = n.Scalar();
-      if (s.size() > 40) s = s.substr(0, 37) + "...";
-      return quoted(n) ? cat("the string \"", s, '"') : cat('\'', s, '\'');
+      const std::string s = shortened(n.Scalar());
+      return quoted(n) ? cat("the string \"", s, '"') : cat('\'', s, '\'', tag_note(n));
     }
     default:
       return "nothing";
@@ -111,30 +144,27 @@ Field Reader::item(const Field& seq, std::size_t i) const {
 }
 
 bool Reader::integer(const Field& f, long long& out) {
-  if (!f.value.IsScalar() || quoted(f.value) || !tagged_as(f.value, "int")) {
-    fail(f, cat("expected an integer, got ", describe(f.value)));
-    return false;
+  switch (read_int(f.value, out)) {
+    case IntRead::ok:
+      return true;
+    case IntRead::too_large:
+      fail(f, cat(describe(f.value), " is too large for an integer"));
+      return false;
+    case IntRead::not_integer:
+      break;
   }
-  std::string_view s = f.value.Scalar();
-  if (!s.empty() && s.front() == '+') s.remove_prefix(1);
-  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
-  if (ec == std::errc::result_out_of_range) {
-    fail(f, cat(describe(f.value), " is too large for an integer"));
-    return false;
-  }
-  if (ec != std::errc() || end != s.data() + s.size() || s.empty()) {
-    fail(f, cat("expected an integer, got ", describe(f.value)));
-    return false;
-  }
-  return true;
+  fail(f, cat("expected an integer, got ", describe(f.value)));
+  return false;
 }
 
 bool Reader::int_in(const Field& f, long long lo, long long hi, int& out,
                     std::string_view allowed) {
   long long v = 0;
-  if (!integer(f, v)) return false;
-  if (v < lo || v > hi) {
-    fail(f, cat(v, " is out of range; allowed: ", allowed));
+  const IntRead got = read_int(f.value, v);
+  if (got == IntRead::not_integer) return integer(f, v);  // reports it
+  if (got == IntRead::too_large || v < lo || v > hi) {
+    const std::string written = got == IntRead::ok ? cat(v) : shortened(f.value.Scalar());
+    fail(f, cat(written, " is out of range; allowed: ", allowed));
     return false;
   }
   out = static_cast<int>(v);

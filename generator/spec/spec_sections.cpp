@@ -233,9 +233,9 @@ void read_spec(Reader& r, const YAML::Node& root, Spec& s) {
   if (auto* x = find(m, "name")) r.text(*x, s.name);
 
   const int kMaxInt = INT_MAX;
-  // Head dims: only "is an integer" here; the allowed range depends on mla (spec_validate.cpp).
-  if (auto* x = find(m, "head_dim")) r.int_in(*x, INT_MIN, kMaxInt, s.head_dim, "an integer");
-  if (auto* x = find(m, "head_dim_v")) r.int_in(*x, INT_MIN, kMaxInt, s.head_dim_v, "an integer");
+  // Head dims: only "fits an int" here; the allowed range depends on mla (spec_validate.cpp).
+  if (auto* x = find(m, "head_dim")) r.int_in(*x, INT_MIN, kMaxInt, s.head_dim, kDimRange);
+  if (auto* x = find(m, "head_dim_v")) r.int_in(*x, INT_MIN, kMaxInt, s.head_dim_v, kDimRange);
   if (auto* x = find(m, "num_q_heads"))
     r.int_in(*x, 1, 65535, s.num_q_heads, "1..65535");
   else

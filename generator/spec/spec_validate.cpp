@@ -12,8 +12,6 @@ namespace {
 using Err = std::function<void(std::initializer_list<std::string_view> at, const std::string& path,
                                const std::string& message)>;
 
-constexpr const char* kDimRule = "a multiple of 8 in 8..256";
-
 std::string divisors_of(int n) {
   std::vector<int> d;
   for (int i = 1; i <= n; ++i)
@@ -32,8 +30,7 @@ void check_dim(const FieldMap& f, const Err& err, const char* path, int d) {
   if (d % 8 != 0)
     err({path}, path, cat(d, " is not a multiple of 8; allowed: ", kDimRule));
   else if (d < 8 || d > 256)
-    err({path}, path,
-        cat(d, " is out of range; allowed: ", kDimRule, " (larger QK dims only through mla)"));
+    err({path}, path, cat(d, " is out of range; allowed: ", kDimRange));
 }
 
 // MLA: the prefill is MHA with QK dim nope + rope and V dim v_head_dim (attention-semantics.md

@@ -90,8 +90,8 @@ def lib():
     proto = {
         "attnc_version": (c_char_p, []),
         "attnc_last_error": (c_char_p, []),
-        "attnc_options_init": (None, [ctypes.POINTER(Options)]),
-        "attnc_call_init": (None, [ctypes.POINTER(Call)]),
+        "attnc_options_init": (c_int, [ctypes.POINTER(Options)]),
+        "attnc_call_init": (c_int, [ctypes.POINTER(Call)]),
         "attnc_attention_create_from_file": (c_int, [c_char_p, ctypes.POINTER(Options), ctypes.POINTER(H)]),
         "attnc_attention_create_from_yaml": (c_int, [c_char_p, ctypes.POINTER(Options), ctypes.POINTER(H)]),
         "attnc_attention_destroy": (None, [H]),
@@ -116,3 +116,11 @@ def check(rc):
     """Raises AttncError with the library's message for a non-zero status."""
     if rc != OK:
         raise AttncError(rc, lib().attnc_last_error().decode("utf-8", "replace"))
+
+
+def new_struct(cls, init):
+    """A cls (Options or Call) with its defaults: struct_size first, then the library's init (attnc.h)."""
+    s = cls()
+    s.struct_size = ctypes.sizeof(cls)
+    check(init(ctypes.byref(s)))
+    return s

@@ -4,7 +4,7 @@ import json
 import os
 
 from . import _capi
-from ._capi import Call, Options, Selection, check, lib
+from ._capi import Call, Options, Selection, check, lib, new_struct
 from ._tensors import TORCH_DTYPES, arg, expect_dim, need, same_device
 
 _INT32 = ("int32",)
@@ -32,8 +32,7 @@ class Attention:
     def __init__(self, spec, db=None, use_tuning=True, no_jit=None, background_compile=False, device=0,
                  device_info=None):
         L = lib()
-        o = Options()
-        L.attnc_options_init(ctypes.byref(o))
+        o = new_struct(Options, L.attnc_options_init)
         self._keep = []  # bytes the options point at, alive while creating
         if db is not None:
             o.db = self._bytes(os.fspath(db))
@@ -194,8 +193,7 @@ class Attention:
         return (TORCH_DTYPES[self.spec["dtype"]],)
 
     def _start(self, kind, q, extra):
-        c = Call()
-        lib().attnc_call_init(ctypes.byref(c))
+        c = new_struct(Call, lib().attnc_call_init)
         c.kind = _capi.KINDS[kind]
         qa = arg("q", q, "[total_q, Hq, D]", self._dtypes())
         expect_dim("q", qa, 1, self.spec["num_q_heads"], "q heads")

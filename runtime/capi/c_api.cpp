@@ -1,10 +1,12 @@
 // The C API (include/attnc.h) over the dispatcher: handles, struct_size checks, and every
 // exception turned into a status code plus a thread-local message.
+#include <algorithm>
 #include <cstddef>
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "attnc_version.h"
 #include "generator/spec/spec_parse.h"
 #include "include/attnc.h"
 #include "runtime/driver/cuda_driver.h"
@@ -61,11 +63,65 @@ int fail_current() {
   }
 }
 
-int check_size(const char* what, size_t got, size_t need) {
+// has_init: the struct has a *_init, which needs struct_size set first.
+int check_size(const char* what, size_t got, size_t need, bool has_init = true) {
   if (got >= need) return ATTNC_OK;
-  return fail(ATTNC_ERR_INVALID_ARGUMENT, std::string(what) + ".struct_size is " + std::to_string(got) +
-                                              ", expected at least " + std::to_string(need) + " (set it to sizeof(" +
-                                              what + ") after " + what + "_init)");
+  const std::string name = what;
+  return fail(ATTNC_ERR_INVALID_ARGUMENT, name + ".struct_size is " + std::to_string(got) + ", expected at least " +
+                                              std::to_string(need) + ": set it to sizeof(" + name + ")" +
+                                              (has_init ? " before " + name + "_init" : ""));
+}
+
+// A caller's struct holds struct_size bytes (its header's sizeof): fewer than the library's when
+// built against an older header, more against a newer one. The library reads and writes only the
+// bytes both know, so it never touches memory past the caller's struct.
+template <class T>
+size_t shared_bytes(const T& caller) {
+  return std::min(caller.struct_size, sizeof(T));
+}
+
+void default_options(attnc_options& o) {
+  o = attnc_options{};
+  o.struct_size = sizeof o;
+  o.use_tuning = 1;
+  o.no_jit = -1;
+}
+
+void default_call(attnc_call& c) {
+  c = attnc_call{};
+  c.struct_size = sizeof c;
+  c.kind = ATTNC_KIND_PREFILL;
+  c.dtype = ATTNC_DTYPE_UNSET;
+  c.softcap = -1.f;
+  c.window_left = c.window_right = -2;
+}
+
+// `full` into the caller's struct (whose struct_size is checked): the bytes both know, struct_size
+// left as the caller's.
+template <class T>
+void write_struct(T full, T* out) {
+  full.struct_size = out->struct_size;
+  std::memcpy(out, &full, shared_bytes(*out));
+}
+
+// *_init: the defaults into the caller's struct.
+template <class T>
+int init_struct(const char* what, T* out, size_t v1, void (*defaults)(T&)) {
+  if (!out) return fail(ATTNC_ERR_INVALID_ARGUMENT, std::string(what) + " is NULL");
+  if (int rc = check_size(what, out->struct_size, v1)) return rc;
+  T full;
+  defaults(full);
+  write_struct(full, out);
+  return ATTNC_OK;
+}
+
+// The caller's struct as the library's: the defaults, overwritten by the bytes the caller has.
+template <class T>
+int read_struct(const char* what, const T& in, size_t v1, void (*defaults)(T&), T* out) {
+  if (int rc = check_size(what, in.struct_size, v1)) return rc;
+  defaults(*out);
+  std::memcpy(out, &in, shared_bytes(in));
+  return ATTNC_OK;
 }
 
 int check_kind(int kind, KernelKind* out) {
@@ -87,11 +143,9 @@ int check_kind(int kind, KernelKind* out) {
 
 int to_options(const attnc_options* in, AttentionOptions* out) {
   attnc_options o;
-  attnc_options_init(&o);
-  if (in) {
-    if (int rc = check_size("attnc_options", in->struct_size, kOptionsV1)) return rc;
-    std::memcpy(&o, in, std::min(in->struct_size, sizeof o));
-  }
+  default_options(o);
+  if (in)
+    if (int rc = read_struct("attnc_options", *in, kOptionsV1, default_options, &o)) return rc;
   out->db = o.db ? o.db : "";
   out->device = o.device;
   out->use_tuning = o.use_tuning != 0;
@@ -191,23 +245,9 @@ extern "C" {
 const char* attnc_version(void) { return ATTNC_VERSION; }
 const char* attnc_last_error(void) { return t_error.c_str(); }
 
-void attnc_options_init(attnc_options* o) {
-  if (!o) return;
-  std::memset(o, 0, sizeof *o);
-  o->struct_size = sizeof *o;
-  o->use_tuning = 1;
-  o->no_jit = -1;
-}
+int attnc_options_init(attnc_options* o) { return init_struct("attnc_options", o, kOptionsV1, default_options); }
 
-void attnc_call_init(attnc_call* c) {
-  if (!c) return;
-  std::memset(c, 0, sizeof *c);
-  c->struct_size = sizeof *c;
-  c->kind = ATTNC_KIND_PREFILL;
-  c->dtype = ATTNC_DTYPE_UNSET;
-  c->softcap = -1.f;
-  c->window_left = c->window_right = -2;
-}
+int attnc_call_init(attnc_call* c) { return init_struct("attnc_call", c, kCallV1, default_call); }
 
 int attnc_attention_create_from_file(const char* path, const attnc_options* options, attnc_attention** out) {
   return create("spec_path", path, options, out,
@@ -229,16 +269,17 @@ void attnc_attention_destroy(attnc_attention* h) {
 int attnc_attention_run(attnc_attention* h, const attnc_call* call, void* stream) {
   if (!h) return fail(ATTNC_ERR_INVALID_ARGUMENT, "attention is NULL");
   if (!call) return fail(ATTNC_ERR_INVALID_ARGUMENT, "call is NULL");
-  if (int rc = check_size("attnc_call", call->struct_size, kCallV1)) return rc;
+  attnc_call c;
+  if (int rc = read_struct("attnc_call", *call, kCallV1, default_call, &c)) return rc;
   KernelKind kind;
-  if (int rc = check_kind(call->kind, &kind)) return rc;
-  if (call->dtype < ATTNC_DTYPE_UNSET || call->dtype > ATTNC_DTYPE_FP16)
-    return fail(ATTNC_ERR_INVALID_ARGUMENT, "call.dtype " + std::to_string(call->dtype) +
+  if (int rc = check_kind(c.kind, &kind)) return rc;
+  if (c.dtype < ATTNC_DTYPE_UNSET || c.dtype > ATTNC_DTYPE_FP16)
+    return fail(ATTNC_ERR_INVALID_ARGUMENT, "call.dtype " + std::to_string(c.dtype) +
                                                 ": expected ATTNC_DTYPE_UNSET (-1), ATTNC_DTYPE_BF16 (0) or "
                                                 "ATTNC_DTYPE_FP16 (1)");
   try {
     AttentionArgs args;
-    to_args(*call, args);
+    to_args(c, args);
     h->attention->run(args, kind, static_cast<CUstream>(stream));
     return ATTNC_OK;
   } catch (...) {
@@ -250,20 +291,22 @@ int attnc_attention_select(attnc_attention* h, int kind, int batch, int max_seql
                            attnc_selection* selection, char* json, size_t json_size) {
   if (!h) return fail(ATTNC_ERR_INVALID_ARGUMENT, "attention is NULL");
   if (selection)
-    if (int rc = check_size("attnc_selection", selection->struct_size, kSelectionV1)) return rc;
+    if (int rc = check_size("attnc_selection", selection->struct_size, kSelectionV1, /*has_init=*/false)) return rc;
   KernelKind k;
   if (int rc = check_kind(kind, &k)) return rc;
   try {
     const Selection s = h->attention->select({k, batch, max_seqlen_q, max_seqlen_k});
     if (selection) {
-      selection->num_splits = s.num_splits;
-      selection->origin = static_cast<int>(s.origin);
-      selection->cached = s.cached;
-      selection->kernel_loaded = s.kernel_loaded;
-      selection->block_m = s.config->block_m;
-      selection->block_n = s.config->block_n;
-      selection->warps = s.config->warps;
-      selection->stages = s.config->stages;
+      attnc_selection out{};
+      out.num_splits = s.num_splits;
+      out.origin = static_cast<int>(s.origin);
+      out.cached = s.cached;
+      out.kernel_loaded = s.kernel_loaded;
+      out.block_m = s.config->block_m;
+      out.block_n = s.config->block_n;
+      out.warps = s.config->warps;
+      out.stages = s.config->stages;
+      write_struct(out, selection);
     }
     return json ? copy_out(s.to_json(), json, json_size) : ATTNC_OK;
   } catch (...) {

@@ -29,6 +29,7 @@ std::string target_arch(const KernelSource& source, const CompileOptions& option
 // Shared tail of both option lists: everything but the architecture and ptxas flags.
 void add_common_options(std::vector<std::string>& opts, const KernelSource& source, const CompileOptions& options) {
   opts.push_back("-std=c++17");
+  opts.push_back("--minimal");  // see nvrtc_options() in the header
   if (options.line_info) opts.push_back("-lineinfo");
   opts.insert(opts.end(), source.options.begin(), source.options.end());
 }
@@ -106,6 +107,7 @@ CompiledKernel compile_kernel(const KernelSource& source, const CompileOptions& 
   k.cubin = std::move(out.output);
   k.report = parse_ptxas_report(k.log, k.entry);
   k.compile_ms = out.elapsed_ms;
+  k.ptxas_ms = ptxas_compile_ms(k.log);
   k.key = kernel_key(source, options);
   // NVRTC (12.9+) keeps a compile cache of its own; on its hits ptxas does not run and prints no
   // report. The cubin itself then says whether the entry exists and how many registers it uses.

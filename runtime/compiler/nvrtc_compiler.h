@@ -26,6 +26,7 @@ struct CompiledKernel {
   std::vector<char> cubin;
   PtxasReport report;
   double compile_ms = 0;   // wall time of the NVRTC program, steady clock
+  double ptxas_ms = 0;     // ptxas's share of it (its own timing); the rest is front end + NVVM
   std::string key;         // kernel_key(): the cache's content key
 };
 
@@ -52,7 +53,10 @@ class CompileTimeout : public CompileError {
 bool is_supported_arch(const std::string& arch);
 
 // The exact option list handed to NVRTC for a cubin, in order:
-//   --gpu-architecture=<arch> --ptxas-options=-v -std=c++17 [-lineinfo] <source.options...>
+//   --gpu-architecture=<arch> --ptxas-options=-v -std=c++17 --minimal [-lineinfo] <source.options...>
+// --minimal drops NVRTC's texture, cudadevrt and runtime-API declarations, which no template uses:
+// a cheaper front end, byte-identical cubins (docs/performance.md, "Cold compile"). A family that
+// needs them (device-side launch, textures) must say so before this default can stay.
 // Throws CompileError for an unsupported arch.
 std::vector<std::string> nvrtc_options(const KernelSource& source, const CompileOptions& options);
 

@@ -56,4 +56,17 @@ PtxasReport parse_ptxas_report(const std::string& log, const std::string& entry)
   return r;
 }
 
+double ptxas_compile_ms(const std::string& log) {
+  static constexpr std::string_view kMarker = "Compile time = ";
+  double total = 0;
+  std::istringstream in(log);
+  std::string line;
+  while (std::getline(in, line)) {
+    const auto at = line.find(kMarker);
+    if (at != std::string::npos && line.find(" ms", at) != std::string::npos)
+      total += std::strtod(line.c_str() + at + kMarker.size(), nullptr);
+  }
+  return total;
+}
+
 }  // namespace attnc

@@ -25,4 +25,9 @@ struct PtxasReport {
 // ignored. Fields ptxas leaves out (it omits "bytes smem" when there is none) are 0.
 PtxasReport parse_ptxas_report(const std::string& log, const std::string& entry);
 
+// ptxas's share of a compile: the sum of its "Compile time = X ms" lines (one per entry, wall time
+// as ptxas measures it). The rest of NVRTC's time is the front end and NVVM. 0 when ptxas printed
+// none (an NVRTC cache hit, or a log without -v).
+double ptxas_compile_ms(const std::string& log);
+
 }  // namespace attnc

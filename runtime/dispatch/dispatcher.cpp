@@ -190,8 +190,8 @@ Selection Attention::select(const Problem& p, std::optional<size_t> workspace_by
   r.kernel_loaded = s->loaded();
   const int max_q = std::max(1, p.max_seqlen_q);
   const long long total_q = std::min<long long>((long long)std::max(1, p.batch) * max_q, 1LL << 30);
-  r.num_splits =
-      m.splits(e, *s, p.batch, max_q, p.max_seqlen_k, int(total_q), workspace_bytes.value_or(m.workspace_size));
+  r.num_splits = m.splits(e, *s, {p.batch, max_q, p.max_seqlen_k, int(total_q)}, 0,
+                          workspace_bytes.value_or(m.workspace_size));
   return r;
 }
 
@@ -222,7 +222,7 @@ size_t Attention::workspace_needed(const Problem& largest) {
       for (int b = 1; b <= std::max(1, largest.batch); ++b) {
         BucketEntry& e = m.entry(ShapeBucket::of({largest.kind, b, q, k}));
         for (KernelSlot* s : {e.wanted, e.fallback}) {
-          const int n = m.splits(e, *s, b, q, k, b * q, SIZE_MAX);
+          const int n = m.splits(e, *s, {b, q, k, b * q}, 0, SIZE_MAX);
           most = std::max(most, attention_workspace_bytes(s->plan(), b * q, n));
         }
       }
@@ -247,7 +247,7 @@ size_t Attention::workspace_bytes() const { return impl_->workspace_size; }
 
 void Attention::run(const AttentionArgs& a, KernelKind kind, CUstream stream) {
   Impl& m = *impl_;
-  const int max_q = a.cu_seqlens_q ? a.max_seqlen_q : 1;
+  const int max_q = query_len_bound(a);
   BucketEntry& e = m.entry(ShapeBucket::of({kind, a.batch, max_q, a.max_seqlen_k}));
   ChoiceOrigin origin;
   KernelSlot* s = m.serving(e, &origin);
@@ -257,13 +257,11 @@ void Attention::run(const AttentionArgs& a, KernelKind kind, CUstream stream) {
   if (m.api->CtxGetCurrent(&current) != CUDA_SUCCESS || current != dev.context()) dev.make_current();
 
   AttentionArgs args = a;
-  args.num_sms = m.sm_count.load(std::memory_order_relaxed);
   if (!a.workspace) {
     args.workspace = m.workspace_ptr;
     args.workspace_bytes = m.workspace_size;
   }
-  if (a.num_splits == 0)
-    args.num_splits = m.splits(e, *s, a.batch, max_q, a.max_seqlen_k, a.total_q, args.workspace_bytes);
+  args.num_splits = m.splits(e, *s, {a.batch, max_q, a.max_seqlen_k, a.total_q}, a.num_splits, args.workspace_bytes);
   const AttentionLaunch launch = prepare_attention(s->plan(), args);
   launch_attention(s->kernel(), s->combine(), launch, stream);
 }

@@ -103,7 +103,7 @@ class Attention {
   size_t workspace_needed(const Problem& largest);
 
   // One call. args.batch, max_seqlen_q (with cu_seqlens_q) and max_seqlen_k choose the bucket;
-  // num_sms, num_splits (when 0) and workspace (when null) are filled in here. Throws BadCall,
+  // num_splits (when 0) and workspace (when null) are filled in here. Throws BadCall,
   // JitDisabled, CompileError, DispatchError, CudaError.
   void run(const AttentionArgs& args, KernelKind kind, CUstream stream);
 

@@ -15,13 +15,6 @@ std::string slot_key(KernelKind kind, const Config& c) { return std::string(to_s
 
 }  // namespace
 
-int clamp_splits(const KernelPlan& plan, int total_q, int num_splits, size_t workspace_bytes) {
-  if (num_splits <= 1) return 1;
-  const size_t per_split = attention_workspace_bytes(plan, total_q, 2) / 2;
-  if (per_split == 0) return num_splits;
-  return static_cast<int>(std::clamp<size_t>(workspace_bytes / per_split, 1, size_t(num_splits)));
-}
-
 void Attention::Impl::check_kind(KernelKind kind) const {
   if (kind != KernelKind::prefill && kind != KernelKind::prefill_paged && kind != KernelKind::decode)
     throw DispatchError(std::string("attention kind '") + to_string(kind) +

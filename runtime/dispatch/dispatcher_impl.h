@@ -31,11 +31,6 @@ struct BucketEntry {
   KernelSlot* fallback = nullptr;  // the heuristic kernel (== wanted without a record)
 };
 
-// The split count a call uses: the caller's when > 0 is handled by run(); otherwise the tuned
-// count when the tuned kernel serves, else the heuristic, then lowered to what `workspace_bytes`
-// holds (1 at worst).
-int clamp_splits(const KernelPlan&, int total_q, int num_splits, size_t workspace_bytes);
-
 struct Attention::Impl {
   Impl(Spec spec, AttentionOptions options);
 
@@ -69,14 +64,12 @@ struct Attention::Impl {
     }
     return e.wanted;
   }
-  int splits(const BucketEntry& e, const KernelSlot& s, int batch, int max_q, int max_k, int total_q,
-             size_t workspace) const {
-    const KernelPlan& plan = s.plan();
-    if (!plan.split_kv) return 1;
-    const int n = &s == e.wanted && e.choice.num_splits > 0
-                      ? e.choice.num_splits
-                      : choose_num_splits(plan, batch, max_q, max_k, sm_count.load(std::memory_order_relaxed));
-    return clamp_splits(plan, total_q, n, workspace);
+  // The split count of a call served by `s`: the caller's when `forced` > 0; else the tuned count
+  // when the tuned kernel serves, else the heuristic, lowered to what `workspace` holds.
+  int splits(const BucketEntry& e, const KernelSlot& s, SplitShape shape, int forced, size_t workspace) const {
+    shape.num_sms = sm_count.load(std::memory_order_relaxed);
+    const int tuned = &s == e.wanted ? e.choice.num_splits : 0;
+    return decide_num_splits(s.plan(), shape, forced, tuned, workspace);
   }
 
   // --- kernels and the device (dispatcher.cpp)

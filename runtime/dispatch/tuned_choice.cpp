@@ -29,11 +29,15 @@ TunedChoice TunedChoice::from_json(const std::string& text, const Config& base) 
     c.num_splits = it->get<int>();
     j.erase(it);
   }
+  // Records written before schema 2 carried a compiled split count that was always 1 (the
+  // migration strips it; an export from then may still have it).
+  if (auto it = j.find("splits"); it != j.end()) {
+    if (*it != 1)
+      throw std::invalid_argument("tuned config.splits: " + it->dump() +
+                                  "; compiled kernels take no split count, the per-call one is num_splits");
+    j.erase(it);
+  }
   c.config = Config::from_json(j.dump(), base);
-  if (j.contains("splits") && c.config.splits != 1)
-    throw std::invalid_argument("tuned config.splits: " + std::to_string(c.config.splits) +
-                                "; compiled kernels take splits 1, the per-call split count is num_splits");
-  c.config.splits = 1;
   return c;
 }
 

@@ -10,12 +10,13 @@ namespace attnc {
 
 struct TunedChoice {
   Config config;       // what is compiled
-  int num_splits = 0;  // per call: 0 = the heuristic (choose_num_splits), 1 = off, N = N parts
+  int num_splits = 0;  // per call: 0 = the heuristic (generator/split_kv.h), 1 = off, N = N parts
 
   // The Config's fields plus "num_splits", one JSON object.
   std::string to_json() const;
   // Fields present override `base` (num_splits defaults to 0); throws std::invalid_argument
-  // naming the field. The compiled config's splits is 1 (a stored "splits" other than 1 is an error).
+  // naming the field. A legacy "splits": 1 (records before schema 2) is dropped; another value is
+  // an error.
   static TunedChoice from_json(const std::string& json, const Config& base);
   bool operator==(const TunedChoice&) const = default;
 };

@@ -103,53 +103,20 @@ void check_host_metadata(const AttentionArgs& a, const AttentionHostMetadata& h,
   }
 }
 
-long long row_blocks(const KernelPlan& plan, int max_seqlen_q) {
-  const long long rows = plan.pack_gqa ? (long long)max_seqlen_q * plan.group : max_seqlen_q;
-  return std::max(1LL, (rows + plan.config.block_m - 1) / plan.config.block_m);
-}
-
 // A window given per call must be one the compiled mask reads: a causal or unmasked kernel
 // ignores window sizes, so a different window there would be silently dropped.
 void check_window(const KernelPlan& plan, const AttentionArgs& a) {
   require(a.window_left >= -2 && a.window_right >= -2,
           "window sizes must be >= -1 (-1 unbounded; -2 takes the spec's), got (", a.window_left, ", ", a.window_right,
           ")");
-  if (plan.mask_kind == 2 || (a.window_left == -2 && a.window_right == -2)) return;
+  if (plan.mask_kind == MaskKind::sliding_window || (a.window_left == -2 && a.window_right == -2)) return;
   const int left = a.window_left == -2 ? -1 : a.window_left, right = a.window_right == -2 ? -1 : a.window_right;
-  const bool same = plan.mask_kind == 1 ? left == -1 && (right == 0 || a.window_right == -2) : left == -1 && right == -1;
+  const bool same = plan.mask_kind == MaskKind::causal ? left == -1 && (right == 0 || a.window_right == -2) : left == -1 && right == -1;
   require(same, "window (", a.window_left, ", ", a.window_right, ") given but the kernel was compiled ",
-          (plan.mask_kind == 1 ? "causal" : "without a mask"), "; a window needs a sliding_window spec");
+          (plan.mask_kind == MaskKind::causal ? "causal" : "without a mask"), "; a window needs a sliding_window spec");
 }
 
 }  // namespace
-
-int choose_num_splits(const KernelPlan& plan, int batch, int max_seqlen_q, int max_seqlen_k, int num_sms) {
-  if (!plan.split_kv || max_seqlen_k <= 0 || num_sms <= 0) return 1;
-  const int heads = plan.pack_gqa ? plan.spec.num_kv_heads : plan.spec.num_q_heads;
-  const double tiles = double(batch) * heads * row_blocks(plan, max_seqlen_q);
-  const int n_blocks = (max_seqlen_k + plan.config.block_n - 1) / plan.config.block_n;
-  if (tiles >= 0.8 * num_sms || n_blocks <= 1) return 1;
-  const int max_splits = std::min({kMaxSplits, num_sms, n_blocks});
-  auto efficiency = [&](int s) {
-    const double waves = tiles * s / num_sms;
-    return waves / std::ceil(waves);
-  };
-  auto eligible = [&](int s) {  // a split count that leaves the per-split tile count unchanged is useless
-    return s == 1 || (n_blocks + s - 1) / s != (n_blocks + s - 2) / (s - 1);
-  };
-  double best = 0;
-  for (int s = 1; s <= max_splits; ++s)
-    if (eligible(s)) best = std::max(best, efficiency(s));
-  for (int s = 1; s <= max_splits; ++s)
-    if (eligible(s) && efficiency(s) >= 0.85 * best) return s;
-  return 1;
-}
-
-size_t attention_workspace_bytes(const KernelPlan& plan, int total_q, int num_splits) {
-  if (num_splits <= 1) return 0;
-  const size_t rows = size_t(num_splits) * total_q * plan.spec.num_q_heads;
-  return rows * plan.head_dim_v * sizeof(float) + rows * sizeof(float);
-}
 
 AttentionLaunch prepare_attention(const KernelPlan& plan, const AttentionArgs& a) {
   const Spec& s = plan.spec;
@@ -174,9 +141,8 @@ AttentionLaunch prepare_attention(const KernelPlan& plan, const AttentionArgs& a
     require(a.total_q >= a.batch, "without cu_seqlens_q every request has one token: total_q ", a.total_q,
             " must be >= batch ", a.batch);
   }
-  // Without cu_seqlens_q each request has exactly one token, whatever max_seqlen_q says (0 would
-  // leave the packed rows of large groups without blocks).
-  const int max_seqlen_q = a.cu_seqlens_q ? a.max_seqlen_q : 1;
+  // (0 would leave the packed rows of large groups without blocks.)
+  const int max_seqlen_q = query_len_bound(a);
 
   AttentionParams p{};
   p.q = a.q; p.k = a.k; p.v = a.v; p.o = a.o; p.lse = a.lse;
@@ -215,7 +181,7 @@ AttentionLaunch prepare_attention(const KernelPlan& plan, const AttentionArgs& a
   }
   if (a.host) check_host_metadata(a, *a.host, plan.paged);
 
-  if (plan.lse) {
+  if (plan.lse != LseOut::none) {
     require(a.lse != nullptr, "the spec asks for LSE output but lse is null");
     require(reinterpret_cast<std::uintptr_t>(a.lse) % 4 == 0, "lse must be 4-byte aligned");
     const bool head_major = s.lse.layout == LseLayout::head_major;
@@ -244,8 +210,8 @@ AttentionLaunch prepare_attention(const KernelPlan& plan, const AttentionArgs& a
   p.window_left = a.window_left >= -1 ? a.window_left : s.mask.window_left;
   p.window_right = a.window_right >= -1 ? a.window_right : s.mask.window_right;
 
-  require((a.alibi_slopes != nullptr) == (plan.alibi != 0),
-          plan.alibi ? "alibi_slopes [Hq] is required: the spec has alibi" : "alibi_slopes given but the spec has no alibi");
+  require((a.alibi_slopes != nullptr) == (plan.alibi != Alibi::none),
+          plan.alibi != Alibi::none ? "alibi_slopes [Hq] is required: the spec has alibi" : "alibi_slopes given but the spec has no alibi");
   require(a.alibi_batch_stride == 0 || a.alibi_batch_stride >= hq,
           "alibi_batch_stride must be 0 ([Hq] slopes) or >= Hq ([batch, Hq]), got ", a.alibi_batch_stride);
   p.alibi_slopes = a.alibi_slopes;
@@ -255,8 +221,8 @@ AttentionLaunch prepare_attention(const KernelPlan& plan, const AttentionArgs& a
   p.sinks = a.sinks;
 
   int splits = a.num_splits;
-  require(splits >= 0 && splits <= kMaxSplits, "num_splits must be in 0..", kMaxSplits, ", got ", splits);
-  if (splits == 0) splits = choose_num_splits(plan, a.batch, max_seqlen_q, a.max_seqlen_k, a.num_sms);
+  require(splits >= 1 && splits <= kMaxSplits, "num_splits must be in 1..", kMaxSplits,
+          " (decide it with decide_num_splits, generator/split_kv.h), got ", splits);
   require(splits == 1 || plan.split_kv, "num_splits ", splits, " needs a split-KV kernel (decode); this one takes 1");
   if (a.total_q == 0) splits = 1;  // no query rows: nothing to split, and a combine grid of 0 blocks cannot launch
   p.num_splits = splits;
@@ -265,8 +231,9 @@ AttentionLaunch prepare_attention(const KernelPlan& plan, const AttentionArgs& a
     require(a.workspace != nullptr && a.workspace_bytes >= need, "num_splits ", splits, " needs a workspace of ",
             (long long)need, " bytes, got ", (long long)a.workspace_bytes);
     require(reinterpret_cast<std::uintptr_t>(a.workspace) % 16 == 0, "workspace must be 16-byte aligned");
-    p.o_partial = static_cast<float*>(a.workspace);
-    p.lse_partial = p.o_partial + size_t(splits) * a.total_q * hq * dv;
+    const SplitPartials parts = split_partials(plan, a.workspace, a.total_q, splits);
+    p.o_partial = parts.o;
+    p.lse_partial = parts.lse;
   }
 
   AttentionLaunch l;

@@ -11,6 +11,7 @@
 
 #include "attnc/params/params.h"
 #include "generator/plan/plan.h"
+#include "generator/split_kv.h"
 #include "runtime/driver/dim3.h"
 
 namespace attnc {
@@ -81,10 +82,10 @@ struct AttentionArgs {
   long long alibi_batch_stride = 0;
   const float* sinks = nullptr;         // [Hq] fp32 raw logits
 
-  // Split-KV (decode): 0 = choose from max_seqlen_k and num_sms (choose_num_splits); 1 = off.
-  int num_splits = 0;
-  int max_seqlen_k = 0;   // host bound on KV lengths (0: unknown, no split)
-  int num_sms = 0;        // the device's SM count (0: no split)
+  // Split-KV (decode): the number of KV parts, decided by decide_num_splits (generator/split_kv.h);
+  // 1 = off. Attention::run takes 0 to decide it there, and max_seqlen_k picks its shape bucket.
+  int num_splits = 1;
+  int max_seqlen_k = 0;   // host bound on KV lengths (0: unknown)
   void* workspace = nullptr;   // >= attention_workspace_bytes(plan, total_q, num_splits)
   size_t workspace_bytes = 0;
 
@@ -103,13 +104,11 @@ struct AttentionLaunch {
   GridDims combine_grid, combine_block;
 };
 
-// FlashAttention-2's wave-efficiency heuristic (attention-semantics.md §8) over this kernel's
-// tiles: 1 when the (request, kv head, row block) tiles already fill the SMs.
-int choose_num_splits(const KernelPlan&, int batch, int max_seqlen_q, int max_seqlen_k, int num_sms);
-
-// Bytes of split-KV workspace a call with these sizes needs (0 for num_splits <= 1).
-size_t attention_workspace_bytes(const KernelPlan&, int total_q, int num_splits);
-
+// Checks every argument and builds the launch; args.num_splits is a decided count >= 1.
 AttentionLaunch prepare_attention(const KernelPlan&, const AttentionArgs&);  // throws BadCall
+
+// Query tokens per request as the grid sees them: without cu_seqlens_q (plain decode) each request
+// has exactly one token, whatever max_seqlen_q says.
+inline int query_len_bound(const AttentionArgs& a) { return a.cu_seqlens_q ? a.max_seqlen_q : 1; }
 
 }  // namespace attnc

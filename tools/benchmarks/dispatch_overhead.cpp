@@ -150,10 +150,9 @@ void BM_DirectLaunch(benchmark::State& state) {
   const Kernel combine = module.kernel(src.entry + "_combine", 0);
   Inputs in;
   Stream stream;
-  const int splits = choose_num_splits(plan, kBatch, 1, kLen, dev.sm_count());
+  const int splits = decide_num_splits(plan, {kBatch, 1, kLen, kBatch, dev.sm_count()}, 0);
   DeviceBuffer ws(std::max<size_t>(attention_workspace_bytes(plan, kBatch, splits), 16));
   AttentionArgs args = in.args;
-  args.num_sms = dev.sm_count();
   args.num_splits = splits;
   args.workspace = ws.as<void>();
   args.workspace_bytes = ws.size();

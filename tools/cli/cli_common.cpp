@@ -25,13 +25,24 @@ std::vector<std::string> expand_spec_paths(const std::vector<std::string>& paths
       if (found.empty()) throw Failed(p + ": no *.yaml specs in this folder");
       std::sort(found.begin(), found.end());
       out.insert(out.end(), found.begin(), found.end());
-    } else if (fs::exists(p, ec)) {
-      out.push_back(p);
     } else {
-      throw Failed(p + ": no such file or folder");
+      out.push_back(p);  // load_spec reports a missing or unusable file; the others still run
     }
   }
   return out;
+}
+
+CLI::Validator at_least_one() {
+  return CLI::Validator(
+      [](std::string& v) -> std::string {
+        try {
+          size_t used = 0;
+          if (std::stoll(v, &used) >= 1 && used == v.size()) return "";
+        } catch (const std::exception&) {
+        }
+        return "must be a whole number of at least 1, got '" + v + "'";
+      },
+      "N>=1");
 }
 
 std::string default_arch() {
@@ -73,6 +84,10 @@ std::string fmt(double v, int decimals) {
   return buf;
 }
 
-void print_json(const nlohmann::ordered_json& j) { std::cout << j.dump(2) << std::endl; }
+void print_json(const nlohmann::ordered_json& j) {
+  // A spec's name (and so a key or a message) may hold any bytes; bytes that are not UTF-8 become
+  // U+FFFD rather than an exception after the work is done.
+  std::cout << j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << std::endl;
+}
 
 }  // namespace attnc::cli

@@ -20,8 +20,12 @@ struct ExitCode {
   int code;
 };
 
-// Spec files named directly, or every *.yaml / *.yml in a named folder (sorted).
+// Spec files named directly (whether or not they exist: load_spec reports that), or every regular
+// *.yaml / *.yml in a named folder (sorted).
 std::vector<std::string> expand_spec_paths(const std::vector<std::string>& paths);
+
+// For counts such as --jobs: refuses 0 and negative numbers with a clear message.
+CLI::Validator at_least_one();
 
 // The GPU's arch where a GPU is present, else sm_90a.
 std::string default_arch();
@@ -40,6 +44,7 @@ class Table {
 };
 
 std::string fmt(double v, int decimals);
+// Indented JSON on stdout; invalid UTF-8 in strings is replaced (U+FFFD), never an error.
 void print_json(const nlohmann::ordered_json&);
 
 void add_validate(CLI::App&);

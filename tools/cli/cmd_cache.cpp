@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <vector>
 
+#include "cache/cache_path.h"
 #include "cache/store.h"
 #include "tools/cli/cli_common.h"
 
@@ -101,9 +102,10 @@ void cache_verify(const CacheOptions& o) {
   const VerifyReport r = Store::verify_file(resolve_db(o.db));
   if (o.json) {
     print_json({{"ok", r.ok()}, {"schema_version", r.schema_version}, {"kernels_checked", r.kernels_checked},
-                {"problems", r.problems}});
+                {"problems", r.problems}, {"notes", r.notes}});
   } else {
     for (const auto& p : r.problems) std::printf("problem: %s\n", p.c_str());
+    for (const auto& n : r.notes) std::printf("note: %s\n", n.c_str());
     std::printf("%s: %s (%lld kernels checked)\n", resolve_db(o.db).c_str(), r.ok() ? "ok" : "NOT OK",
                 (long long)r.kernels_checked);
   }
@@ -117,6 +119,8 @@ void cache_gc(const CacheOptions& o) {
   if (o.max_bytes >= 0) p.max_cubin_bytes = o.max_bytes;
   p.vacuum = o.vacuum;
   const GcReport r = st.gc(p);
+  if (r.used_reserve) std::printf("the disk was full: used the cache's reserve (%s) to make room\n", (st.path() + "-reserve").c_str());
+  if (p.vacuum && !r.vacuumed) std::printf("skipped --vacuum: it needs room for a second copy of the database\n");
   std::printf("removed %lld kernels (%.1f MB of cubins), %lld stale leases; file %.1f -> %.1f MB\n",
               (long long)r.kernels_removed, r.cubin_bytes_removed / 1e6, (long long)r.leases_removed,
               r.db_bytes_before / 1e6, r.db_bytes_after / 1e6);
@@ -191,7 +195,7 @@ void add_cache(CLI::App& app) {
   auto o = std::make_shared<CacheOptions>();
   auto* cache = app.add_subcommand("cache", "Inspect and maintain the kernel cache");
   cache->require_subcommand(1);
-  cache->add_option("--db", o->db, "cache database (default: $ATTNC_CACHE_DIR/attnc.db, ...)");
+  cache->add_option("--db", o->db, std::string("cache database (default: ") + kDefaultCachePathHelp + ")");
   auto sub = [&](const char* name, const char* help, void (*fn)(const CacheOptions&)) {
     auto* c = cache->add_subcommand(name, help);
     c->add_option("--db", o->db, "cache database");
@@ -203,9 +207,13 @@ void add_cache(CLI::App& app) {
   show->add_option("key", o->target, "key prefix or entry name")->required();
   show->add_flag("--json", o->json, "machine-readable (the default output is JSON already)");
   sub("stats", "Counts and sizes", cache_stats)->add_flag("--json", o->json, "machine-readable");
-  sub("verify", "Check integrity, schema and every cubin; exit 1 on a problem", cache_verify)
+  sub("verify", "Check integrity, schema and every cubin; exit 1 on a problem (leases left behind are notes)",
+      cache_verify)
       ->add_flag("--json", o->json, "machine-readable");
-  auto* gc = sub("gc", "Drop unused kernels and stale leases", cache_gc);
+  auto* gc = sub("gc",
+                 "Drop unused kernels and stale leases (not refreshed for an hour, or stamped more than a minute in "
+                 "the future); works on a full disk, using the room the cache keeps in <db>-reserve",
+                 cache_gc);
   gc->add_option("--max-unused-days", o->max_unused_days, "drop kernels not used for this many days");
   gc->add_option("--max-bytes", o->max_bytes, "then drop least recently used cubins beyond this many bytes");
   gc->add_flag("--vacuum", o->vacuum, "give freed pages back to the file system");

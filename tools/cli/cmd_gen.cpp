@@ -24,8 +24,9 @@ struct GenOptions {
 void run_gen(const GenOptions& o) {
   const Spec s = load_spec(o.spec);
   const std::string arch = o.arch.empty() ? "sm_90a" : o.arch;
-  for (const auto& k : spec_kernels(s, arch, o.config)) {
-    if (o.kernel != to_string(k.kind)) continue;
+  for (KernelKind kind : kernels_of(s)) {
+    if (o.kernel != to_string(kind)) continue;
+    const SpecKernel k = generate_kernel(s, kind, arch, o.config);
     if (!k.source) throw Failed(o.spec + ": " + to_string(k.kind) + ": " + k.skipped);
     std::string text;
     if (o.ptx) {
@@ -35,10 +36,10 @@ void run_gen(const GenOptions& o) {
       char buf[512];
       std::snprintf(buf, sizeof buf,
                     "entry %s\narch %s\nregisters %d\nshared_memory_static %d\nshared_memory_dynamic %d\n"
-                    "stack_bytes %d\nspill_stores %d\nspill_loads %d\ncompile_ms %.1f\n",
+                    "stack_bytes %d\nspill_stores %d\nspill_loads %d\ncompile_ms %.1f\nptxas_ms %.1f\n",
                     c.entry.c_str(), c.arch.c_str(), c.report.registers, c.report.smem_bytes,
                     k.source->launch.smem_bytes, c.report.stack_bytes, c.report.spill_stores,
-                    c.report.spill_loads, c.compile_ms);
+                    c.report.spill_loads, c.compile_ms, c.ptxas_ms);
       text = buf;
     } else {
       text = k.source->source;

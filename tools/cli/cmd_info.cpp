@@ -1,6 +1,7 @@
 // attnc info: versions, GPUs, cache path. `--gpu-present` answers by exit code alone.
 #include <cstdio>
 
+#include "attnc_version.h"
 #include "cache/cache_path.h"
 #include "generator/emit/embedded_templates.h"
 #include "runtime/driver/cuda_driver.h"
@@ -22,7 +23,7 @@ void run_info(const InfoOptions& o) {
     throw Failed("");
   }
   nlohmann::ordered_json j;
-  j["attnc"] = "0.1.0";
+  j["attnc"] = ATTNC_VERSION;
   j["nvrtc"] = nvrtc_version();
   j["templates_hash"] = templates_hash();
   j["cache"] = default_cache_path();
@@ -35,8 +36,8 @@ void run_info(const InfoOptions& o) {
   j["gpus"] = devs;
   if (gpus == 0) j["gpu_status"] = Driver::get().available() ? "no GPU" : Driver::get().error();
   if (o.json) return print_json(j);
-  std::printf("attnc      0.1.0\nNVRTC      %s\ntemplates  %s\ncache      %s\n", nvrtc_version().c_str(),
-              templates_hash().c_str(), default_cache_path().c_str());
+  std::printf("attnc      %s\nNVRTC      %s\ntemplates  %s\ncache      %s\n", ATTNC_VERSION,
+              nvrtc_version().c_str(), templates_hash().c_str(), default_cache_path().c_str());
   if (gpus == 0) std::printf("GPU        none (%s)\n", j["gpu_status"].get<std::string>().c_str());
   for (const auto& d : devs)
     std::printf("GPU %d      %s, %s, %d SMs, %.0f GB, driver %d\n", d["index"].get<int>(),

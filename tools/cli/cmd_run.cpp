@@ -1,6 +1,7 @@
 // attnc run: one spec and shape on the GPU against the float64 reference; prints the error and
 // the time. Runs the spec's prefill kernel, its paged prefill or its decode kernel (--kind).
 // Exit 1 when the check fails.
+#include <algorithm>
 #include <cstdio>
 #include <sstream>
 
@@ -91,15 +92,15 @@ void run_run(const RunOptions& o) {
   if (Device::count() == 0) throw Failed("attnc run needs a GPU: " + Driver::get().error());
   Device dev(0);
   dev.make_current();
-  std::optional<SpecKernel> chosen;
-  for (auto& k : spec_kernels(s, dev.arch(), o.config))
-    if (k.kind == kind) chosen = std::move(k);
-  if (!chosen) throw Failed(o.spec + ": the spec has no " + o.kind + " kernel (see its kernels: list)");
-  if (!chosen->source) throw Failed(o.spec + ": " + o.kind + ": " + chosen->skipped);
-  const KernelPlan& plan = *chosen->plan;
+  const auto kinds = kernels_of(s);
+  if (std::find(kinds.begin(), kinds.end(), kind) == kinds.end())
+    throw Failed(o.spec + ": the spec has no " + o.kind + " kernel (see its kernels: list)");
+  const SpecKernel chosen = generate_kernel(s, kind, dev.arch(), o.config);
+  if (!chosen.source) throw Failed(o.spec + ": " + o.kind + ": " + chosen.skipped);
+  const KernelPlan& plan = *chosen.plan;
 
   KernelBuilder builder(resolve_db(o.db), CompileOptions{dev.arch()});
-  const BuiltKernel built = builder.build(*chosen->source);
+  const BuiltKernel built = builder.build(*chosen.source);
   Module module(built.record.cubin);
   Kernel kernel = module.kernel(built.record.entry);
   kernel.reserve_dynamic_smem(plan.smem_bytes);

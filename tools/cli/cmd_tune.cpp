@@ -240,7 +240,7 @@ void add_tune(CLI::App& app) {
   cmd->add_option("--kind", o->kind, "tune only this kind: prefill, prefill_paged or decode");
   cmd->add_option("--compile-timeout", o->compile_timeout, "per candidate compile (default 60s)");
   cmd->add_option("--run-timeout", o->run_timeout, "per launch batch on the GPU (default 10s)");
-  cmd->add_option("--jobs", o->jobs, "parallel compiles (default: one per core)");
+  cmd->add_option("--jobs", o->jobs, "parallel compiles, at least 1 (default: one per core)")->check(at_least_one());
   o->report = cmd->add_option("--report", o->report_path,
                               "do not tune: print the stored records (and write an HTML page to PATH when given)")
                   ->expected(0, 1);

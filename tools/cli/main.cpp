@@ -2,6 +2,8 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "attnc_version.h"
+#include "generator/spec/spec_parse.h"
 #include "tools/cli/cli_common.h"
 
 int main(int argc, char** argv) {
@@ -9,7 +11,7 @@ int main(int argc, char** argv) {
   // hide ptxas's resource report on its hits, so the command line turns it off unless asked.
   setenv("CUDA_CACHE_DISABLE", "1", /*overwrite=*/0);
   CLI::App app{"attnc: attention-kernel compiler and autotuner (spec -> CUDA -> NVRTC -> cache)"};
-  app.set_version_flag("--version", "attnc 0.1.0");
+  app.set_version_flag("--version", "attnc " ATTNC_VERSION);
   app.require_subcommand(1);
   attnc::cli::add_validate(app);
   attnc::cli::add_gen(app);
@@ -26,6 +28,9 @@ int main(int argc, char** argv) {
     return e.code;
   } catch (const attnc::cli::Failed& e) {
     if (*e.what()) std::fprintf(stderr, "attnc: error: %s\n", e.what());
+    return 1;
+  } catch (const attnc::SpecError& e) {  // its lines already read "FILE:LINE:COL: error: ..."
+    std::fprintf(stderr, "%s\n", e.what());
     return 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "attnc: error: %s\n", e.what());

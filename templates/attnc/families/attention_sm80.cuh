@@ -10,21 +10,28 @@
 // Head dims are any multiple of 8: shared-memory rows are padded to 64 columns, the mma steps
 // cover ceil(D / 16) * 16 columns and the padding is zero-filled.
 //
+// The kernel is four phases (run() below): setup (which rows and key tiles this block owns),
+// the pipeline (load_kv), compute_tile (S = QK^T, score and mask, softmax update with the O
+// rescale, O += PV) and finish (store the output or a split's partial).
+//
 // Traits (written by the emitter) supply:
 //   Element (bf16_t | fp16_t), kHeadDim, kHeadDimV, kBlockM, kBlockN, kWarps, kStages,
-//   kGroup (q heads per kv head), kMask (MaskKind), kSoftcap, kAlibi (0 none, 1 linear, 2 sqrt),
-//   kSinks, kLse (0 none, 1 base e, 2 base 2), kPaged, kPackGqa, kSplitKv.
+//   kGroup (q heads per kv head), kMask (MaskKind), kSoftcap, kAlibi (Alibi), kSinks,
+//   kLse (LseOut), kPaged, kPackGqa, kSplitKv.
 #pragma once
 
+#include "attnc/core/ptx.cuh"
+#include "attnc/core/smem_tile.cuh"
+#include "attnc/families/combine.cuh"
+#include "attnc/features/alibi.cuh"
+#include "attnc/features/block_range.cuh"
 #include "attnc/features/kv_source.cuh"
+#include "attnc/features/lse.cuh"
 #include "attnc/features/mask.cuh"
 #include "attnc/features/online_softmax.cuh"
 #include "attnc/features/row_map.cuh"
 #include "attnc/features/score.cuh"
-#include "attnc/families/combine.cuh"
 #include "attnc/params/params.h"
-#include "attnc/core/ptx.cuh"
-#include "attnc/core/smem_tile.cuh"
 
 namespace attnc {
 
@@ -47,220 +54,264 @@ struct AttentionSm80 {
   using VTile = SmemTile<BN, DVP>;
   static constexpr int kSmemBytes = 2 * (QTile::kElems + STAGES * (KTile::kElems + VTile::kElems));
 
-  __device__ static void run(const AttentionParams& p, u16* smem) {
-    const int m_block = blockIdx.x, block_head = blockIdx.y;
-    const int seq = blockIdx.z / p.num_splits, split = blockIdx.z % p.num_splits;
-    const int q_begin = p.cu_seqlens_q ? p.cu_seqlens_q[seq] : seq;
-    const int sq = p.cu_seqlens_q ? p.cu_seqlens_q[seq + 1] - q_begin : 1;
-    const int m0 = m_block * BM;
-    const int rows_total = RowMap<T::kPackGqa, G>::rows_of(sq);
-    if (m0 >= rows_total) return;
-    const RowMap<T::kPackGqa, G> rows(m0, block_head);
-    const int kv_head = T::kPackGqa ? block_head : block_head / G;
-    const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
-    const int rows_here = min(BM, rows_total - m0);
-    const KvSource<T::kPaged> kv(p, seq, kv_head);
-    const int sk = kv.sk;
+  using Rows = RowMap<T::kPackGqa, G>;
+  using Kv = KvSource<T::kPaged>;
+  using MaskT = Mask<T::kMask>;
+  using AlibiT = AlibiBias<T::kAlibi>;
 
-    u16* sQ = smem;
-    u16* sK = sQ + QTile::kElems;
-    u16* sV = sK + STAGES * KTile::kElems;
+  // What one block works on, fixed by setup().
+  struct Work {
+    int seq, split;     // request, and KV part (split-KV)
+    int q_begin, sq;    // the request's first row of q, and its query tokens
+    int rows_here;      // rows of this block that exist
+    int tid;            // this thread (read once: kept in a register, not re-read per load)
+    int t0, t1;         // the query tokens its rows cover
+    Rows rows;
+    BlockRange keys;
+    u16* sQ;
+    u16* sK;
+    u16* sV;
+  };
 
-    // Key tiles this block visits: the mask's key range over its tokens, cut into splits.
-    const Mask<T::kMask> mask(sq, sk, p.window_left, p.window_right);
-    const int t0 = rows.token(0), t1 = rows.token(rows_here - 1) + 1;
-    int n_begin, n_end;
-    mask.key_range(t0, t1, sk, n_begin, n_end);
-    n_begin = n_begin / BN * BN;
-    int n_tiles = n_end > n_begin ? (n_end - n_begin + BN - 1) / BN : 0;
-    if (T::kSplitKv && p.num_splits > 1) {
-      const int per_split = (n_tiles + p.num_splits - 1) / p.num_splits;
-      const int first = min(n_tiles, split * per_split);
-      n_begin += first * BN;
-      n_tiles = min(n_tiles, first + per_split) - first;
-    }
-
-    const u16* q = static_cast<const u16*>(p.q);
-    auto q_row = [&](int r) {
-      return q + (q_begin + rows.token(r)) * p.q_row_stride + rows.head(r) * p.q_head_stride;
-    };
-    auto load_kv = [&](int tile) {
-      const int n0 = n_begin + tile * BN, stage = tile % STAGES;
-      KTile::template load_rows_async<NTHREADS, 2 * KSTEPS, D / 8>(
-          sK + stage * KTile::kElems, kv.k_rows(n0), sk - n0, tid);
-      VTile::template load_rows_async<NTHREADS, 2 * DV16, DV / 8>(
-          sV + stage * VTile::kElems, kv.v_rows(n0), sk - n0, tid);
-    };
-
-    // Prologue: Q with the first tile, then the rest of the pipeline's depth, one group each.
-    QTile::template load_rows_async<NTHREADS, 2 * KSTEPS, D / 8>(sQ, q_row, rows_here, tid);
-    if (n_tiles > 0) load_kv(0);
-    cp_async_commit();
-#pragma unroll
-    for (int s = 1; s < STAGES - 1; ++s) {
-      if (s < n_tiles) load_kv(s);
-      cp_async_commit();
-    }
-
+  // One thread's part of the compute: its two accumulator rows (mma C layout), O and the softmax.
+  struct State {
+    int row0, col0;  // rows row0 and row0 + 8; columns col0 and col0 + 1 of every 8-wide n tile
+    int tok[2];
+    AlibiT alibi[2];
     float acc_o[2 * DV16][4];
+    OnlineSoftmax<2> softmax;
+    u32 q_base, k_base0, v_base0;  // ldmatrix row bases (SmemTile::frag_addr)
+    int xq, xk;                    // and their swizzle keys
+  };
+
+  __device__ static void run(const AttentionParams& p, u16* smem) {
+    Work w;
+    if (!setup(p, smem, w)) return;
+    const Kv kv(p, w.seq, T::kPackGqa ? blockIdx.y : blockIdx.y / G);
+    const MaskT mask(w.sq, kv.sk, p.window_left, p.window_right);
+    w.keys = block_range<BN>(mask, w.t0, w.t1, kv.sk, w.split, T::kSplitKv ? p.num_splits : 1);
+
+    start_pipeline(p, w, kv);
+    State st;
+    init_state(p, w, st);
+    for (int it = 0; it < w.keys.n_tiles; ++it) {
+      advance_pipeline(w, kv, it);
+      compute_tile(p, w, mask, kv.sk, it, st);
+    }
+    finish(p, w, st);
+  }
+
+  // --- setup: the request, rows and split of this block; false when its rows do not exist (the
+  // grid is sized for the longest request).
+  __device__ static bool setup(const AttentionParams& p, u16* smem, Work& w) {
+    w.seq = blockIdx.z / p.num_splits;
+    w.split = blockIdx.z % p.num_splits;
+    w.q_begin = p.cu_seqlens_q ? p.cu_seqlens_q[w.seq] : w.seq;
+    w.sq = p.cu_seqlens_q ? p.cu_seqlens_q[w.seq + 1] - w.q_begin : 1;
+    const int m0 = blockIdx.x * BM, rows_total = Rows::rows_of(w.sq);
+    if (m0 >= rows_total) return false;
+    w.rows = Rows(m0, blockIdx.y);
+    w.rows_here = min(BM, rows_total - m0);
+    w.t0 = w.rows.token(0);
+    w.t1 = w.rows.token(w.rows_here - 1) + 1;
+    w.sQ = smem;
+    w.sK = w.sQ + QTile::kElems;
+    w.sV = w.sK + STAGES * KTile::kElems;
+    w.tid = threadIdx.x;
+    return true;
+  }
+
+  __device__ static void init_state(const AttentionParams& p, const Work& w, State& st) {
+    const int warp = w.tid / 32, lane = w.tid % 32;
+    st.row0 = warp * 16 + lane / 4;
+    st.col0 = (lane % 4) * 2;
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      st.tok[r] = w.rows.token(st.row0 + 8 * r);
+      st.alibi[r] = AlibiT(p, w.seq, w.rows.head(st.row0 + 8 * r));
+    }
 #pragma unroll
     for (int i = 0; i < 2 * DV16; ++i)
 #pragma unroll
-      for (int c = 0; c < 4; ++c) acc_o[i][c] = 0.f;
-    OnlineSoftmax<2> softmax;
-    const ScoreTransform<T::kSoftcap> score(p);
+      for (int c = 0; c < 4; ++c) st.acc_o[i][c] = 0.f;
+    // Q and V fragments: rows lane % 16, chunk half lane / 16. K fragments: rows lane % 8 +
+    // 8 * (lane / 16), chunk half (lane / 8) % 2.
+    st.xq = (lane / 16) ^ (lane % 8);
+    st.xk = ((lane / 8) % 2) ^ (lane % 8);
+    st.q_base = QTile::row_base(w.sQ, warp * 16 + lane % 16);
+    st.k_base0 = KTile::row_base(w.sK, lane % 8 + (lane / 16) * 8);
+    st.v_base0 = VTile::row_base(w.sV, lane % 16);
+  }
 
-    // Rows and columns of this thread's accumulator elements (mma C layout).
-    const int row0 = warp * 16 + lane / 4;  // and row0 + 8
-    const int col0 = (lane % 4) * 2;        // and col0 + 1, per 8-wide n tile
-    const int tok[2] = {rows.token(row0), rows.token(row0 + 8)};
-    const AlibiBias<T::kAlibi> alibi[2] = {AlibiBias<T::kAlibi>(p, seq, rows.head(row0)),
-                                           AlibiBias<T::kAlibi>(p, seq, rows.head(row0 + 8))};
-    const int shift = sk - sq;
+  // --- the pipeline: K/V tile `tile` into its stage, one cp.async group per tile.
+  __device__ static void load_kv(const Work& w, const Kv& kv, int tile) {
+    const int n0 = w.keys.n_begin + tile * BN, stage = tile % STAGES;
+    KTile::template load_rows_async<NTHREADS, 2 * KSTEPS, D / 8>(w.sK + stage * KTile::kElems, kv.k_rows(n0),
+                                                                  kv.sk - n0, w.tid);
+    VTile::template load_rows_async<NTHREADS, 2 * DV16, DV / 8>(w.sV + stage * VTile::kElems, kv.v_rows(n0),
+                                                                 kv.sk - n0, w.tid);
+  }
 
-    // Per-thread ldmatrix bases and swizzle keys (see SmemTile::frag_addr). Q and V fragments:
-    // rows lane % 16, chunk half lane / 16. K fragments: rows lane % 8 + 8 * (lane / 16), chunk
-    // half (lane / 8) % 2.
-    const int xq = (lane / 16) ^ (lane % 8), xk = ((lane / 8) % 2) ^ (lane % 8);
-    const u32 q_base = QTile::row_base(sQ, warp * 16 + lane % 16);
-    const u32 k_base0 = KTile::row_base(sK, lane % 8 + (lane / 16) * 8);
-    const u32 v_base0 = VTile::row_base(sV, lane % 16);
-
-    for (int it = 0; it < n_tiles; ++it) {
-      __syncthreads();  // every warp is done with the stage the next load overwrites
-      if (it + STAGES - 1 < n_tiles) load_kv(it + STAGES - 1);
+  // Q with the first tile, then the rest of the pipeline's depth.
+  __device__ static void start_pipeline(const AttentionParams& p, const Work& w, const Kv& kv) {
+    const u16* q = static_cast<const u16*>(p.q);
+    const auto q_row = [&](int r) {
+      return q + (w.q_begin + w.rows.token(r)) * p.q_row_stride + w.rows.head(r) * p.q_head_stride;
+    };
+    QTile::template load_rows_async<NTHREADS, 2 * KSTEPS, D / 8>(w.sQ, q_row, w.rows_here, w.tid);
+    if (w.keys.n_tiles > 0) load_kv(w, kv, 0);
+    cp_async_commit();
+#pragma unroll
+    for (int s = 1; s < STAGES - 1; ++s) {
+      if (s < w.keys.n_tiles) load_kv(w, kv, s);
       cp_async_commit();
-      cp_async_wait<STAGES - 1>();
-      __syncthreads();
+    }
+  }
 
-      const int n0 = n_begin + it * BN, stage = it % STAGES;
-      const u32 v_base = v_base0 + stage * (2u * VTile::kElems);
+  // Queue tile it + STAGES - 1 into the stage every warp has finished with, and wait for tile it.
+  __device__ static void advance_pipeline(const Work& w, const Kv& kv, int it) {
+    __syncthreads();
+    if (it + STAGES - 1 < w.keys.n_tiles) load_kv(w, kv, it + STAGES - 1);
+    cp_async_commit();
+    cp_async_wait<STAGES - 1>();
+    __syncthreads();
+  }
 
-      // S = Q K^T for this warp's 16 rows and BN keys.
-      float acc_s[BN / 8][4];
-#pragma unroll
-      for (int i = 0; i < BN / 8; ++i)
-#pragma unroll
-        for (int c = 0; c < 4; ++c) acc_s[i][c] = 0.f;
-#pragma unroll
-      for (int kk = 0; kk < KSTEPS; ++kk) {
-        u32 a[4];
-        ldmatrix_x4(a, QTile::frag_addr(q_base, 0, 2 * kk, xq));
-        const u32 k_base = k_base0 + stage * (2u * KTile::kElems);
-#pragma unroll
-        for (int nn = 0; nn < BN / 16; ++nn) {
-          u32 b[4];
-          ldmatrix_x4(b, KTile::frag_addr(k_base, nn * 16, 2 * kk, xk));
-          mma_16816<E>(acc_s[2 * nn], a, b[0], b[1]);
-          mma_16816<E>(acc_s[2 * nn + 1], a, b[2], b[3]);
-        }
-      }
+  // --- compute_tile: one K/V tile of keys [n0, n0 + BN) for this warp's 16 rows.
+  __device__ static void compute_tile(const AttentionParams& p, const Work& w, const MaskT& mask, int sk, int it,
+                                      State& st) {
+    const int n0 = w.keys.n_begin + it * BN, stage = it % STAGES;
+    float acc_s[BN / 8][4];
+    mma_qk(st, stage, acc_s);
+    score_and_mask(p, w, mask, sk, n0, st, acc_s);
+    float rescale[2];
+    st.softmax.update(acc_s, rescale);
+    st.softmax.rescale_o(st.acc_o, rescale);
+    mma_pv(st, stage, acc_s);
+  }
 
-      // Logits in base 2: softcap, ALiBi, then the mask where the tile crosses a boundary.
-      const bool need_mask = mask.tile_needs_mask(t0, t1, n0, n0 + BN, sk);
+  // S = Q K^T.
+  __device__ static void mma_qk(const State& st, int stage, float (&acc_s)[BN / 8][4]) {
 #pragma unroll
-      for (int nt = 0; nt < BN / 8; ++nt)
+    for (int i = 0; i < BN / 8; ++i)
 #pragma unroll
-        for (int c = 0; c < 4; ++c) {
-          const int i = tok[c / 2], j = n0 + nt * 8 + col0 + (c % 2);
-          float x = alibi[c / 2](score(acc_s[nt][c]), i + shift - j);
-          if (need_mask && (j >= sk || !mask.allowed(i, j))) x = neg_inf();
-          acc_s[nt][c] = x;
-        }
-
-      float rescale[2];
-      softmax.update(acc_s, rescale);
+      for (int c = 0; c < 4; ++c) acc_s[i][c] = 0.f;
+    const u32 k_base = st.k_base0 + stage * (2u * KTile::kElems);
 #pragma unroll
-      for (int i = 0; i < 2 * DV16; ++i) {
-        acc_o[i][0] *= rescale[0];
-        acc_o[i][1] *= rescale[0];
-        acc_o[i][2] *= rescale[1];
-        acc_o[i][3] *= rescale[1];
-      }
-
-      // O += P V: P's accumulator fragments become mma A fragments without leaving registers.
+    for (int kk = 0; kk < KSTEPS; ++kk) {
+      u32 a[4];
+      ldmatrix_x4(a, QTile::frag_addr(st.q_base, 0, 2 * kk, st.xq));
 #pragma unroll
-      for (int kk = 0; kk < BN / 16; ++kk) {
-        u32 a[4];
-        a[0] = pack2<E>(acc_s[2 * kk][0], acc_s[2 * kk][1]);
-        a[1] = pack2<E>(acc_s[2 * kk][2], acc_s[2 * kk][3]);
-        a[2] = pack2<E>(acc_s[2 * kk + 1][0], acc_s[2 * kk + 1][1]);
-        a[3] = pack2<E>(acc_s[2 * kk + 1][2], acc_s[2 * kk + 1][3]);
-#pragma unroll
-        for (int dd = 0; dd < DV16; ++dd) {
-          u32 b[4];
-          ldmatrix_x4_trans(b, VTile::frag_addr(v_base, kk * 16, 2 * dd, xq));
-          mma_16816<E>(acc_o[2 * dd], a, b[0], b[1]);
-          mma_16816<E>(acc_o[2 * dd + 1], a, b[2], b[3]);
-        }
+      for (int nn = 0; nn < BN / 16; ++nn) {
+        u32 b[4];
+        ldmatrix_x4(b, KTile::frag_addr(k_base, nn * 16, 2 * kk, st.xk));
+        mma_16816<E>(acc_s[2 * nn], a, b[0], b[1]);
+        mma_16816<E>(acc_s[2 * nn + 1], a, b[2], b[3]);
       }
     }
+  }
 
-    // Split parts leave the sink to the combine pass, which sees every part.
+  // Logits in base 2: softcap, ALiBi, then the mask where the tile crosses a boundary.
+  __device__ static void score_and_mask(const AttentionParams& p, const Work& w, const MaskT& mask, int sk, int n0,
+                                        const State& st, float (&acc_s)[BN / 8][4]) {
+    const ScoreTransform<T::kSoftcap> score(p);
+    const bool need_mask = mask.tile_needs_mask(w.t0, w.t1, n0, n0 + BN, sk);
+    const int shift = sk - w.sq;
+#pragma unroll
+    for (int nt = 0; nt < BN / 8; ++nt)
+#pragma unroll
+      for (int c = 0; c < 4; ++c) {
+        const int i = st.tok[c / 2], j = n0 + nt * 8 + st.col0 + (c % 2);
+        float x = st.alibi[c / 2](score(acc_s[nt][c]), i + shift - j);
+        if (need_mask && (j >= sk || !mask.allowed(i, j))) x = neg_inf();
+        acc_s[nt][c] = x;
+      }
+  }
+
+  // O += P V: P's accumulator fragments become mma A fragments without leaving registers.
+  __device__ static void mma_pv(State& st, int stage, const float (&acc_s)[BN / 8][4]) {
+    const u32 v_base = st.v_base0 + stage * (2u * VTile::kElems);
+#pragma unroll
+    for (int kk = 0; kk < BN / 16; ++kk) {
+      u32 a[4];
+      a[0] = pack2<E>(acc_s[2 * kk][0], acc_s[2 * kk][1]);
+      a[1] = pack2<E>(acc_s[2 * kk][2], acc_s[2 * kk][3]);
+      a[2] = pack2<E>(acc_s[2 * kk + 1][0], acc_s[2 * kk + 1][1]);
+      a[3] = pack2<E>(acc_s[2 * kk + 1][2], acc_s[2 * kk + 1][3]);
+#pragma unroll
+      for (int dd = 0; dd < DV16; ++dd) {
+        u32 b[4];
+        ldmatrix_x4_trans(b, VTile::frag_addr(v_base, kk * 16, 2 * dd, st.xq));
+        mma_16816<E>(st.acc_o[2 * dd], a, b[0], b[1]);
+        mma_16816<E>(st.acc_o[2 * dd + 1], a, b[2], b[3]);
+      }
+    }
+  }
+
+  // --- finish: normalise, then the output (and LSE), or a split's partial. Split parts leave the
+  // sink to the combine pass, which sees every part.
+  __device__ static void finish(const AttentionParams& p, const Work& w, State& st) {
     const bool partial = T::kSplitKv && p.num_splits > 1;
     float inv_sum[2], lse2[2];
     if constexpr (T::kSinks) {
-      const float sink2[2] = {p.sinks[rows.head(row0)] * kLog2e, p.sinks[rows.head(row0 + 8)] * kLog2e};
-      if (partial) softmax.finish(inv_sum, lse2);
-      else softmax.template finish<true>(inv_sum, lse2, sink2);
+      const float sink2[2] = {p.sinks[w.rows.head(st.row0)] * kLog2e, p.sinks[w.rows.head(st.row0 + 8)] * kLog2e};
+      if (partial) st.softmax.finish(inv_sum, lse2);
+      else st.softmax.template finish<true>(inv_sum, lse2, sink2);
     } else {
-      softmax.finish(inv_sum, lse2);
+      st.softmax.finish(inv_sum, lse2);
     }
     cp_async_wait<0>();
+    if (partial) store_partial(p, w, st, inv_sum, lse2);
+    else store_output(p, w, st, inv_sum, lse2);
+  }
 
-    if (partial) {
-      store_partial(p, split, q_begin, rows, row0, col0, rows_here, acc_o, inv_sum, lse2);
-      return;
-    }
-
-    // Epilogue: normalise, stage through the Q tile, store 16-byte pieces; LSE per row.
+  // Stage the normalised rows through the Q tile and store them in 16-byte pieces; LSE per row.
+  __device__ static void store_output(const AttentionParams& p, const Work& w, const State& st,
+                                      const float (&inv_sum)[2], const float (&lse2)[2]) {
     __syncthreads();  // Q is dead in every warp before it becomes the output buffer
 #pragma unroll
-    for (int i = 0; i < 2 * DV16; ++i) {
-      *reinterpret_cast<u32*>(sQ + QTile::offset(row0, i * 8 + col0)) =
-          pack2<E>(acc_o[i][0] * inv_sum[0], acc_o[i][1] * inv_sum[0]);
-      *reinterpret_cast<u32*>(sQ + QTile::offset(row0 + 8, i * 8 + col0)) =
-          pack2<E>(acc_o[i][2] * inv_sum[1], acc_o[i][3] * inv_sum[1]);
-    }
-    if constexpr (T::kLse != 0) {
-      if (lane % 4 == 0) {
+    for (int i = 0; i < 2 * DV16; ++i)
+#pragma unroll
+      for (int r = 0; r < 2; ++r)
+        *reinterpret_cast<u32*>(w.sQ + QTile::offset(st.row0 + 8 * r, i * 8 + st.col0)) =
+            pack2<E>(st.acc_o[i][2 * r] * inv_sum[r], st.acc_o[i][2 * r + 1] * inv_sum[r]);
+    if constexpr (T::kLse != LseOut::none) {
+      if (w.tid % 4 == 0) {
 #pragma unroll
         for (int r = 0; r < 2; ++r) {
-          const int row = row0 + r * 8;
-          if (row < rows_here)
-            p.lse[(q_begin + rows.token(row)) * p.lse_row_stride + rows.head(row) * p.lse_head_stride] =
-                T::kLse == 1 ? lse2[r] * kLn2 : lse2[r];
+          const int row = st.row0 + r * 8;
+          if (row < w.rows_here)
+            p.lse[(w.q_begin + w.rows.token(row)) * p.lse_row_stride + w.rows.head(row) * p.lse_head_stride] =
+                lse_out<T::kLse>(lse2[r]);
         }
       }
     }
     __syncthreads();
     u16* o = static_cast<u16*>(p.o);
     QTile::template store_rows<NTHREADS, DV>(
-        sQ, [&](int r) { return o + (q_begin + rows.token(r)) * p.o_row_stride + rows.head(r) * p.o_head_stride; },
-        rows_here, tid);
+        w.sQ,
+        [&](int r) { return o + (w.q_begin + w.rows.token(r)) * p.o_row_stride + w.rows.head(r) * p.o_head_stride; },
+        w.rows_here, w.tid);
   }
 
   // One split's normalised partial output (fp32) and base-2 LSE, straight from registers.
-  template <class Rows>
-  __device__ __forceinline__ static void store_partial(const AttentionParams& p, int split, int q_begin, const Rows& rows, int row0,
-                                       int col0, int rows_here, const float (&acc_o)[2 * DV16][4],
+  __device__ static void store_partial(const AttentionParams& p, const Work& w, const State& st,
                                        const float (&inv_sum)[2], const float (&lse2)[2]) {
-    const int lane = threadIdx.x % 32;
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
-      const int row = row0 + r * 8;
-      if (row >= rows_here) continue;
+      const int row = st.row0 + r * 8;
+      if (row >= w.rows_here) continue;
       const long long slot =
-          ((long long)split * p.total_q + q_begin + rows.token(row)) * p.num_q_heads + rows.head(row);
+          ((long long)w.split * p.total_q + w.q_begin + w.rows.token(row)) * p.num_q_heads + w.rows.head(row);
       float* out = p.o_partial + slot * DV;
 #pragma unroll
       for (int i = 0; i < 2 * DV16; ++i) {
-        const int col = i * 8 + col0;
+        const int col = i * 8 + st.col0;
         if (col < DV)  // DV is a multiple of 8 and col0 even: col < DV implies col + 1 < DV
           *reinterpret_cast<float2*>(out + col) =
-              make_float2(acc_o[i][2 * r] * inv_sum[r], acc_o[i][2 * r + 1] * inv_sum[r]);
+              make_float2(st.acc_o[i][2 * r] * inv_sum[r], st.acc_o[i][2 * r + 1] * inv_sum[r]);
       }
-      if (lane % 4 == 0) p.lse_partial[slot] = lse2[r];
+      if (w.tid % 4 == 0) p.lse_partial[slot] = lse2[r];
     }
   }
 };

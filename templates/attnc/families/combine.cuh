@@ -1,11 +1,13 @@
 // Split-KV combine (attention-semantics.md §8, merged with §1.9's formula): each split wrote its
 // normalised partial output and base-2 LSE; the result is sum_s 2^(lse_s - lse) * o_s with
-// lse = log2(sum_s 2^lse_s [+ 2^sink]). Sinks enter here, once, because only this pass sees every
-// split. One warp per (token, q head) row; an all-empty row gives 0 and LSE -inf (or the sink).
+// lse = log2(sum_s 2^lse_s [+ 2^sink]) (features/lse.cuh). Sinks enter here, once, because only
+// this pass sees every split. One warp per (token, q head) row; an all-empty row gives 0 and LSE
+// -inf (or the sink).
 #pragma once
 
-#include "attnc/params/params.h"
 #include "attnc/core/ptx.cuh"
+#include "attnc/features/lse.cuh"
+#include "attnc/params/params.h"
 #include "attnc/params/split_combine_shape.h"
 
 namespace attnc {
@@ -26,16 +28,11 @@ struct SplitCombine {
 
     float m = neg_inf();
     for (int s = 0; s < splits; ++s) m = fmaxf(m, p.lse_partial[s * plane + row]);
-    float sink2 = neg_inf();
-    if constexpr (T::kSinks) {
-      sink2 = p.sinks[head] * kLog2e;
-      m = fmaxf(m, sink2);
-    }
-    const float base = m == neg_inf() ? 0.f : m;
-    float sum = 0.f;
-    for (int s = 0; s < splits; ++s) sum += fast_exp2(p.lse_partial[s * plane + row] - base);
-    if constexpr (T::kSinks) sum += fast_exp2(sink2 - base);
-    const float lse = sum > 0.f ? base + fast_log2(sum) : neg_inf();
+    Lse2 total{m == neg_inf() ? 0.f : m, 0.f};
+    for (int s = 0; s < splits; ++s) total.sum += fast_exp2(p.lse_partial[s * plane + row] - total.max);
+    if constexpr (T::kSinks) total.join(p.sinks[head] * kLog2e);
+    const float lse = total.value();
+    const float sum = total.sum;
 
     u16* o = static_cast<u16*>(p.o) + token * p.o_row_stride + head * p.o_head_stride;
     for (int c = lane * 4; c < DV; c += 128) {
@@ -54,8 +51,8 @@ struct SplitCombine {
       packed.y = pack2<E>(acc[2], acc[3]);
       *reinterpret_cast<uint2*>(o + c) = packed;
     }
-    if constexpr (T::kLse != 0)
-      if (lane == 0) p.lse[token * p.lse_row_stride + head * p.lse_head_stride] = T::kLse == 1 ? lse * kLn2 : lse;
+    if constexpr (T::kLse != LseOut::none)
+      if (lane == 0) p.lse[token * p.lse_row_stride + head * p.lse_head_stride] = lse_out<T::kLse>(lse);
   }
 };
 

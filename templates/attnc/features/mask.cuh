@@ -3,11 +3,11 @@
 // Causal is the window (unbounded, 0). Every family uses this piece, so prefill and decode agree.
 #pragma once
 
+#include "attnc/params/kinds.h"
+
 namespace attnc {
 
-enum MaskKind : int { kMaskNone = 0, kMaskCausal = 1, kMaskWindow = 2 };
-
-template <int KIND>
+template <MaskKind KIND>
 struct Mask {
   int shift;  // sk - sq
   int left;   // -1 = unbounded
@@ -15,8 +15,8 @@ struct Mask {
 
   __device__ Mask(int sq, int sk, int window_left, int window_right)
       : shift(sk - sq),
-        left(KIND == kMaskWindow ? window_left : -1),
-        right(KIND == kMaskCausal ? 0 : (KIND == kMaskWindow ? window_right : -1)) {}
+        left(KIND == MaskKind::sliding_window ? window_left : -1),
+        right(KIND == MaskKind::causal ? 0 : (KIND == MaskKind::sliding_window ? window_right : -1)) {}
 
   __device__ bool allowed(int i, int j) const {
     const int diag = i + shift;

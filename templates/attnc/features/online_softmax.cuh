@@ -5,6 +5,7 @@
 #pragma once
 
 #include "attnc/core/ptx.cuh"
+#include "attnc/features/lse.cuh"
 
 namespace attnc {
 
@@ -45,25 +46,31 @@ struct OnlineSoftmax {
     }
   }
 
-  // Quad-reduce the sums; returns 1/sum (0 for an empty row) and the base-2 LSE per row.
-  // With sinks (attention-semantics.md §1.7) each row's sink logit (base 2) joins the normaliser
-  // only: sum' = sum * 2^(m - m') + 2^(sink - m'), m' = max(m, sink); a fully masked row then
-  // gives output 0 and LSE = sink.
+  // Scales this thread's output accumulators (NT mma fragments: elements 0,1 on row 0, 2,3 on row 1)
+  // by each row's factor from update(), so O stays relative to the new running max.
+  template <int NT>
+  __device__ static void rescale_o(float (&acc_o)[NT][4], const float (&rescale)[ROWS]) {
+    static_assert(ROWS == 2, "mma fragments carry two rows per thread");
+#pragma unroll
+    for (int i = 0; i < NT; ++i) {
+      acc_o[i][0] *= rescale[0];
+      acc_o[i][1] *= rescale[0];
+      acc_o[i][2] *= rescale[1];
+      acc_o[i][3] *= rescale[1];
+    }
+  }
+
+  // Quad-reduce the sums; returns 1/sum (0 for an empty row) and the base-2 LSE per row. With
+  // SINKS each row's sink logit (base 2) joins the normaliser (features/lse.cuh).
   template <bool SINKS = false>
   __device__ void finish(float (&inv_sum)[ROWS], float (&lse2)[ROWS], const float (&sink2)[ROWS] = {}) {
 #pragma unroll
     for (int r = 0; r < ROWS; ++r) {
-      float sum = quad_sum(row_sum[r]);
-      float m = row_max[r];
+      Lse2 t{row_max[r], quad_sum(row_sum[r])};
       float out_scale = 1.f;
-      if constexpr (SINKS) {
-        const float mm = fmaxf(m, sink2[r]);
-        out_scale = sum > 0.f ? fast_exp2(m - mm) : 0.f;
-        sum = sum * out_scale + fast_exp2(sink2[r] - mm);
-        m = mm;
-      }
-      inv_sum[r] = sum > 0.f ? out_scale / sum : 0.f;
-      lse2[r] = sum > 0.f ? m + fast_log2(sum) : neg_inf();
+      if constexpr (SINKS) out_scale = t.join(sink2[r]);
+      inv_sum[r] = t.sum > 0.f ? out_scale / t.sum : 0.f;
+      lse2[r] = t.value();
     }
   }
 };

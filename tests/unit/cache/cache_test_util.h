@@ -8,14 +8,20 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <functional>
 #include <random>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
+#include "cache/schema.h"
 #include "cache/store.h"
 
 namespace attnc::test {
@@ -145,5 +151,34 @@ class RawDb {
 };
 
 inline std::int64_t unix_now() { return static_cast<std::int64_t>(std::time(nullptr)); }
+
+inline std::int64_t unix_now_ms() {
+  using namespace std::chrono;
+  return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
+}
+
+// A file's bytes, to show that something left it exactly as it was.
+inline std::string file_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// The names in a directory, sorted: to show that nothing was left beside a file.
+inline std::vector<std::string> dir_names(const std::string& dir) {
+  std::vector<std::string> names;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+// Runs check() in a child that is not root (root ignores file permissions); 0 when it returned "".
+inline int as_unprivileged(const std::function<std::string()>& check) {
+  return wait_exit(spawn([&] {
+    drop_privileges_if_root();
+    std::string problem = check();
+    if (!problem.empty()) std::fprintf(stderr, "%s\n", problem.c_str());
+    return problem.empty() ? 0 : 1;
+  }));
+}
 
 }  // namespace attnc::test

@@ -1,6 +1,8 @@
 // export_to / import_from: round trips and merges lose and duplicate nothing.
 #include <gtest/gtest.h>
 
+#include <fstream>
+
 #include "cache_test_util.h"
 
 namespace attnc {
@@ -142,6 +144,20 @@ TEST(ExportImport, ClearErrors) {
     FAIL();
   } catch (const StoreError& e) {
     EXPECT_EQ(e.code(), StoreErrc::Schema);
+    EXPECT_NE(std::string(e.what()).find("foreign.db: is an SQLite database but not an attnc cache"), std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("nothing was imported"), std::string::npos) << e.what();
+  }
+  // D10: a file that is no database at all (a spec, say) is named as the input, and the advice
+  // meant for a damaged cache (delete it) is not given about it.
+  { std::ofstream(d.file("spec.yaml")) << "version: 1\nname: x\n"; }
+  try {
+    a.import_from(d.file("spec.yaml"));
+    FAIL();
+  } catch (const StoreError& e) {
+    const std::string w = e.what();
+    EXPECT_NE(w.find("spec.yaml: is not an attnc cache or export"), std::string::npos) << w;
+    EXPECT_EQ(w.find("delete"), std::string::npos) << w;
   }
   try {
     a.export_to(d.file("no/dir/out.db"), true);

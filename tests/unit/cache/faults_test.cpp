@@ -176,15 +176,7 @@ TEST(Faults, MissingDirectoryIsNamed) {
   EXPECT_FALSE(std::filesystem::exists(d.file("no")));
 }
 
-// Permission checks run in a child that is not root (root ignores permissions).
-int as_unprivileged(const std::function<std::string()>& check) {
-  return wait_exit(spawn([&] {
-    test::drop_privileges_if_root();
-    std::string problem = check();
-    if (!problem.empty()) std::fprintf(stderr, "%s\n", problem.c_str());
-    return problem.empty() ? 0 : 1;
-  }));
-}
+using test::as_unprivileged;
 
 std::string expect_error(const std::function<void()>& fn, StoreErrc code, const std::string& needle) {
   try {

@@ -108,7 +108,7 @@ TEST(Lease, EightProcessesOpeningNewFilesTogether) {
         char c;
         if (read(gun[0], &c, 1) != 0) return 2;
         Store s = Store::open(db);
-        return s.stats().schema_version == 1 ? 0 : 3;
+        return s.stats().schema_version == schema::kVersion ? 0 : 3;
       }));
     }
     close(gun[0]);
@@ -248,6 +248,160 @@ TEST(Lease, LiveLeaseMakesWaiterTimeOutClearly) {
   }
   EXPECT_FALSE(built);
   EXPECT_GE(std::chrono::steady_clock::now() - t0, 300ms);
+}
+
+// D5: a heartbeat an hour in the future (a clock ahead of ours, or one that jumped back here) is
+// taken over once it has not changed for stale_after as the waiter watched it.
+TEST(Lease, FutureHeartbeatIsTakenOverAfterStaleAfter) {
+  TempDir d;
+  Store s = Store::open(d.file("attnc.db"));
+  forge_lease(d.file("attnc.db"), "k", "elsewhere", -3600 * 1000);
+  const auto t0 = std::chrono::steady_clock::now();
+  auto r = s.get_or_build("k", [] { return make_kernel("k"); }, LeaseOptions{.stale_after = 300ms, .poll_interval = 20ms});
+  const auto waited = std::chrono::steady_clock::now() - t0;
+  EXPECT_TRUE(r.built_here);
+  EXPECT_TRUE(r.stored);
+  EXPECT_GE(waited, 300ms);
+  EXPECT_LT(waited, 3s);
+  EXPECT_EQ(s.stats().leases, 0);
+}
+
+// Refreshes a forged lease's heartbeat every 50 ms with `offset_ms` added, as a live builder with
+// that clock would.
+class ForgedBuilder {
+ public:
+  ForgedBuilder(const std::string& db, std::int64_t offset_ms)
+      : thread_([this, db, offset_ms] {
+          RawDb raw(db);
+          while (!stop_) {
+            raw.exec("UPDATE leases SET heartbeat_ms = " + std::to_string(test::unix_now_ms() + offset_ms));
+            std::this_thread::sleep_for(50ms);
+          }
+        }) {}
+  ~ForgedBuilder() {
+    stop_ = true;
+    thread_.join();
+  }
+
+ private:
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+// A lease whose heartbeat keeps changing is live, however wrong its clock: the waiter waits (and
+// says so once, after notice_after) until its wait_timeout.
+TEST(Lease, ChangingHeartbeatIsLiveWhateverItsClockAndTheWaiterIsToldOnce) {
+  TempDir d;
+  const std::string db = d.file("attnc.db");
+  Store s = Store::open(db);
+  forge_lease(db, "k", "elsewhere", -3600 * 1000);
+  ForgedBuilder builder(db, 3600 * 1000);
+  std::vector<LeaseWait> told;
+  bool built = false;
+  try {
+    s.get_or_build("k", [&] {
+      built = true;
+      return make_kernel("k");
+    }, LeaseOptions{.stale_after = 300ms, .poll_interval = 20ms, .wait_timeout = 900ms, .notice_after = 100ms,
+                    .on_wait = [&](const LeaseWait& w) { told.push_back(w); }});
+    FAIL() << "did not time out";
+  } catch (const StoreError& e) {
+    EXPECT_EQ(e.code(), StoreErrc::Timeout);
+    EXPECT_NE(std::string(e.what()).find("in the future: its clock is ahead of ours"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(built);
+  ASSERT_EQ(told.size(), 1u);
+  EXPECT_EQ(told[0].key, "k");
+  EXPECT_EQ(told[0].host, "elsewhere");
+  EXPECT_EQ(told[0].pid, 1);
+  EXPECT_LT(told[0].heartbeat_age_ms, -3500 * 1000);
+  EXPECT_GE(told[0].waited, 100ms);
+  EXPECT_NE(told[0].describe().find("pid 1 on host elsewhere is building it (heartbeat 3"), std::string::npos)
+      << told[0].describe();
+}
+
+// try_get_or_build never waits: a key another builder holds comes back empty, with its holder,
+// so that the caller builds other keys meanwhile.
+TEST(Lease, TryGetOrBuildReturnsAtOnceOnAHeldKey) {
+  TempDir d;
+  Store s = Store::open(d.file("attnc.db"));
+  forge_lease(d.file("attnc.db"), "held", "elsewhere", 0);
+  LeaseWait holder;
+  const auto t0 = std::chrono::steady_clock::now();
+  auto none = s.try_get_or_build("held", [] { return make_kernel("held"); }, {}, &holder);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 200ms);
+  EXPECT_FALSE(none.has_value());
+  EXPECT_EQ(holder.host, "elsewhere");
+  EXPECT_EQ(holder.key, "held");
+  auto other = s.try_get_or_build("free", [] { return make_kernel("free"); });
+  ASSERT_TRUE(other.has_value());
+  EXPECT_TRUE(other->built_here);
+  EXPECT_TRUE(other->stored);
+}
+
+// N processes each wanting the same keys in the same order (as `attnc compile specs/` run N times
+// at once): waiting on each held key lines them up behind one builder; trying every key first
+// (try_get_or_build) and coming back to the held ones lets them build different keys at once.
+// Builds sleep instead of computing, so the result does not depend on free cores.
+double seconds_for(int nproc, int nkeys, bool move_on, const LeaseOptions& o = {}, const std::string& log = "") {
+  TempDir d;
+  const std::string db = d.file("attnc.db");
+  Store::open(db);
+  int gun[2];
+  if (pipe(gun) != 0) return -1;
+  std::vector<pid_t> kids;
+  for (int p = 0; p < nproc; ++p) {
+    kids.push_back(spawn([&] {
+      close(gun[1]);
+      char c;
+      if (read(gun[0], &c, 1) != 0) return 2;
+      Store s = Store::open(db);
+      const auto build = [&](const std::string& key) {
+        return [&, key] {
+          if (!log.empty()) log_build(log, "+");
+          std::this_thread::sleep_for(100ms);
+          if (!log.empty()) log_build(log, "-");
+          return make_kernel(key);
+        };
+      };
+      std::vector<std::string> later;
+      for (const auto& key : keys(nkeys)) {
+        if (!move_on) s.get_or_build(key, build(key), o);
+        else if (!s.try_get_or_build(key, build(key), o)) later.push_back(key);
+      }
+      for (const auto& key : later) s.get_or_build(key, build(key), o);
+      return 0;
+    }));
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  close(gun[0]);
+  close(gun[1]);
+  for (pid_t k : kids) EXPECT_EQ(wait_exit(k), 0);
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+TEST(Lease, MovingOnLetsProcessesBuildDifferentKeysAtOnce) {
+  const double waiting = seconds_for(8, 16, false), moving_on = seconds_for(8, 16, true);
+  std::printf("8 processes x 16 keys of 100 ms: %.2f s waiting on each key, %.2f s building others first\n", waiting,
+              moving_on);
+  EXPECT_GT(waiting, 1.5) << "16 builds of 100 ms one after another";
+  EXPECT_LT(moving_on, waiting / 2);
+}
+
+// max_builds_on_host caps the builds running at once over all processes of the host.
+TEST(Lease, BuildsOnAHostAreCapped) {
+  TempDir d;
+  const std::string log = d.file("builds.log");
+  seconds_for(6, 12, true, LeaseOptions{.poll_interval = 10ms, .max_builds_on_host = 2}, log);
+  int running = 0, most = 0, builds = 0;
+  std::ifstream in(log);
+  for (std::string line; std::getline(in, line);) {
+    running += line == "+" ? 1 : -1;
+    builds += line == "+" ? 1 : 0;
+    most = std::max(most, running);
+  }
+  EXPECT_EQ(builds, 12) << "each key built once";
+  EXPECT_EQ(most, 2);
 }
 
 TEST(Lease, HeartbeatKeepsALongBuildAlive) {

@@ -68,7 +68,7 @@ TEST(Verify, SoundDatabase) {
   for (bool full : {true, false}) {
     VerifyReport r = s.verify(full);
     EXPECT_TRUE(r.ok());
-    EXPECT_EQ(r.schema_version, 1);
+    EXPECT_EQ(r.schema_version, schema::kVersion);
     EXPECT_EQ(r.kernels_checked, 1);
     EXPECT_EQ(r.tuning_checked, 1);
   }
@@ -112,6 +112,50 @@ TEST(Verify, ReportsNonElfAndEmptyCubinsAndBadJson) {
   EXPECT_NE(all.find("kernel a: cubin does not start with the ELF magic"), std::string::npos) << all;
   EXPECT_NE(all.find("kernel b: empty cubin"), std::string::npos) << all;
   EXPECT_NE(all.find("tuning record t/prefill/seq<=1024: a JSON field is not valid JSON"), std::string::npos) << all;
+}
+
+// D5: leases whose builder is gone, whose clock is far ahead, or that nobody refreshed for hours
+// are notes for verify (not damage) and are removed by gc; a live one stays.
+TEST(Gc, ClearsLeasesOfGoneWrongClockAndOldBuilders) {
+  TempDir d;
+  const std::string db = d.file("attnc.db");
+  Store s = Store::open(db);
+  const pid_t dead = test::spawn([] { return 0; });
+  ASSERT_EQ(test::wait_exit(dead), 0);
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  const std::int64_t now = test::unix_now_ms();
+  auto lease = [&](const std::string& key, std::int64_t pid, const std::string& h, std::int64_t beat) {
+    ASSERT_EQ(RawDb(db).exec("INSERT INTO leases VALUES('" + key + "', " + std::to_string(pid) + ", '" + h + "', 't', " +
+                             std::to_string(beat) + ", " + std::to_string(beat) + ")"),
+              SQLITE_OK);
+  };
+  lease("gone", dead, host, now);
+  lease("future", 1, "elsewhere", now + 3600 * 1000);
+  lease("old", 1, "elsewhere", now - 2 * 3600 * 1000);
+  lease("live", 1, "elsewhere", now);
+
+  VerifyReport v = s.verify();
+  EXPECT_TRUE(v.ok()) << "leases are not damage";
+  ASSERT_EQ(v.notes.size(), 3u);
+  std::string notes;
+  for (const auto& n : v.notes) notes += n + "\n";
+  EXPECT_NE(notes.find("kernel future (pid 1 on host elsewhere, heartbeat 3"), std::string::npos) << notes;
+  EXPECT_NE(notes.find("that process is gone"), std::string::npos) << notes;
+  EXPECT_NE(notes.find("kernel old"), std::string::npos) << notes;
+  EXPECT_EQ(notes.find("kernel live"), std::string::npos) << notes;
+
+  EXPECT_EQ(s.gc({}).leases_removed, 3);
+  EXPECT_EQ(s.stats().leases, 1);
+  EXPECT_TRUE(s.verify().notes.empty());
+}
+
+TEST(Verify, DirectoryIsNamed) {
+  TempDir d;
+  std::filesystem::create_directory(d.file("dir.db"));
+  VerifyReport r = Store::verify_file(d.file("dir.db"));
+  ASSERT_EQ(r.problems.size(), 1u);
+  EXPECT_NE(r.problems[0].find("dir.db is a directory, not a database file"), std::string::npos) << r.problems[0];
 }
 
 TEST(Verify, ForeignDatabase) {

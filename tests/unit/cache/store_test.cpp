@@ -17,13 +17,44 @@ TEST(Store, CreatesVersionedSchemaInWalMode) {
   TempDir d;
   Store s = Store::open(d.file("attnc.db"));
   Stats st = s.stats();
-  EXPECT_EQ(st.schema_version, 1);
+  EXPECT_EQ(st.schema_version, schema::kVersion);
   EXPECT_EQ(st.journal_mode, "wal");
   EXPECT_EQ(st.kernels, 0);
   EXPECT_TRUE(s.verify().ok());
   RawDb raw(d.file("attnc.db"));
   EXPECT_EQ(raw.scalar("PRAGMA application_id"), 0x6174746e);
   EXPECT_EQ(raw.scalar("SELECT count(*) FROM meta WHERE key = 'migration.1'"), 1);
+}
+
+// Schema 2 dropped the compiled split count from configs: a version-1 file's stored configs lose
+// their "splits" on the first read-write open, and nothing else changes.
+TEST(Store, MigrationToV2StripsCompiledSplitCounts) {
+  TempDir d;
+  const std::string f = d.file("attnc.db");
+  {
+    Store s = Store::open(f);
+    KernelRecord k = make_kernel("k1");
+    k.config_json = R"({"family":"decode_split","block_m":16,"splits":1})";
+    s.put_kernel(k);
+    TuningRecord t = test::make_tuning(test::tuning_key("spec1"), 10.0, test::unix_now(),
+                                       R"({"family":"decode_split","splits":1,"num_splits":4})");
+    t.candidates_json = R"([{"config":{"block_n":64,"splits":1,"num_splits":0},"time_us":12.5},{"config":{"splits":1}}])";
+    t.measured_how = R"({"baseline":{"config":{"splits":1,"stages":2},"time_us":12.5},"complete":true})";
+    s.put_tuning(t);
+  }
+  {
+    RawDb raw(f);  // back to what a version-1 attnc wrote
+    ASSERT_EQ(raw.exec("PRAGMA user_version = 1; DELETE FROM meta WHERE key = 'migration.2'"), SQLITE_OK);
+  }
+  Store s = Store::open(f);
+  EXPECT_EQ(s.stats().schema_version, 2);
+  EXPECT_EQ(s.find_kernel("k1")->config_json, R"({"family":"decode_split","block_m":16})");
+  const auto t = s.find_tuning(test::tuning_key("spec1"));
+  ASSERT_TRUE(t.has_value());
+  EXPECT_EQ(t->config_json, R"({"family":"decode_split","num_splits":4})");
+  EXPECT_EQ(t->candidates_json, R"([{"config":{"block_n":64,"num_splits":0},"time_us":12.5},{"config":{}}])");
+  EXPECT_EQ(t->measured_how, R"({"baseline":{"config":{"stages":2},"time_us":12.5},"complete":true})");
+  EXPECT_TRUE(s.verify().ok());
 }
 
 TEST(Store, ReopensExistingFile) {

@@ -88,6 +88,7 @@ void check_round_trip(KvCacheLayout layout, PageTableForm form, Shape sh, int co
     else a.cu_seqlens_k = h.cu_seqlens_k = t.cu_seqlens_k.data();
   }
   a.host = &h;
+  a.num_splits = 1;
   const AttentionParams p = prepare_attention(plan, a).params;
 
   for (int b = 0; b < a.batch; ++b) {

@@ -26,7 +26,7 @@ TEST(ReferenceParallel, MatchesSerial) {
   opt.window_left = 40;
   opt.window_right = 0;
   opt.softcap = 20;
-  opt.alibi = 2;
+  opt.alibi = Alibi::sqrt;
   const std::vector<double> slopes = {0.5, 0.25, 0.125, 0.0625, 0.03, 0.01}, sinks = normal(6, rng);
   opt.alibi_slopes = &slopes;
   opt.sinks = &sinks;

@@ -40,6 +40,9 @@ const Case kCases[] = {
     {"tab",
      "version: 1\n\thead_dim: 128\n",
      {"bad.yaml:2:1: error: YAML syntax error: ", "tabs cannot indent YAML; use spaces"}},
+    {"tab_inside_the_line_gets_no_tab_hint",
+     "version: 1\nname: \"a\tb\\q\"\n",
+     {"bad.yaml:2:", "error: YAML syntax error: unknown escape character: q"}},
     {"empty", "", {"bad.yaml:1:1: error: empty spec; a spec is a mapping"}},
     {"only_comments", "# nothing here\n\n", {"bad.yaml:1:1: error: empty spec"}},
     {"top_list",
@@ -106,6 +109,31 @@ const Case kCases[] = {
      "version: 1\nhead_dim: 512\nnum_q_heads: 32\n",
      {"bad.yaml:2:11: error: head_dim: 512 is out of range; allowed: a multiple of 8 in 8..256 "
       "(larger QK dims only through mla)"}},
+    {"head_dim_past_int",
+     "version: 1\nhead_dim: 2147483648\nnum_q_heads: 32\n",
+     {"bad.yaml:2:11: error: head_dim: 2147483648 is out of range; allowed: a multiple of 8 in "
+      "8..256 (larger QK dims only through mla)"}},
+    {"head_dim_past_long_long",
+     "version: 1\nhead_dim: -99999999999999999999\nnum_q_heads: 32\n",
+     {"bad.yaml:2:11: error: head_dim: -99999999999999999999 is out of range; allowed: a multiple "
+      "of 8 in 8..256"}},
+    {"head_dim_v_past_int",
+     B + "head_dim_v: 4294967296\n",
+     {"bad.yaml:4:13: error: head_dim_v: 4294967296 is out of range; allowed: a multiple of 8 in "
+      "8..256"}},
+    {"num_q_heads_past_long_long",
+     "version: 1\nhead_dim: 128\nnum_q_heads: 99999999999999999999\n",
+     {"bad.yaml:3:14: error: num_q_heads: 99999999999999999999 is out of range; allowed: "
+      "1..65535"}},
+    {"head_dim_tagged_str",
+     "version: 1\nhead_dim: !!str 128\nnum_q_heads: 32\n",
+     {"bad.yaml:2:11: error: head_dim: expected an integer, got '128' tagged as a string (!!str)"}},
+    {"sinks_tagged_int",
+     B + "sinks: !!int 1\n",
+     {"bad.yaml:4:8: error: sinks: expected true or false, got '1' tagged as an integer (!!int)"}},
+    {"head_dim_custom_tag",
+     "version: 1\nhead_dim: !dim 128\nnum_q_heads: 32\n",
+     {"bad.yaml:2:11: error: head_dim: expected an integer, got '128' tagged !dim"}},
     {"head_dim_not_integer",
      "version: 1\nhead_dim: abc\nnum_q_heads: 32\n",
      {"bad.yaml:2:11: error: head_dim: expected an integer, got 'abc'"}},
@@ -342,6 +370,16 @@ INSTANTIATE_TEST_SUITE_P(Table, SpecErrors, testing::ValuesIn(kCases),
                          [](const testing::TestParamInfo<Case>& i) {
                            return std::string(i.param.name);
                          });
+
+// The tab hint names the cause only where a tab indents the line the error points at.
+TEST(SpecErrorsAll, TabHintOnlyWhereATabIndents) {
+  const std::string hint = "tabs cannot indent YAML";
+  EXPECT_NE(errors_of("version: 1\n \thead_dim: 128\n").find(hint), std::string::npos);
+  EXPECT_EQ(errors_of("version: 1\nname: \"a\tb\\q\"\n").find(hint), std::string::npos);
+  const std::string flow_end = errors_of("version: 1\nhead_dim: 128\t]\n");
+  EXPECT_NE(flow_end.find("bad.yaml:2:"), std::string::npos) << flow_end;
+  EXPECT_EQ(flow_end.find(hint), std::string::npos) << flow_end;
+}
 
 TEST(SpecErrorsAll, TableIsLarge) { EXPECT_GE(std::size(kCases), 30u); }
 

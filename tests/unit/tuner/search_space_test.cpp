@@ -34,7 +34,7 @@ TEST(SearchSpace, PrefillAxes) {
   for (const Config& c : configs) {
     EXPECT_EQ(c.family, "prefill_sm80");
     EXPECT_EQ(c.block_m, 16 * c.warps);
-    EXPECT_EQ(c.splits, 1);
+    EXPECT_EQ(c.to_json().find("splits"), std::string::npos);  // compiled configs carry no split count
     EXPECT_TRUE(c.warps == 2 || c.warps == 4 || c.warps == 8) << c.short_name();
     EXPECT_TRUE(c.stages == 2 || c.stages == 3) << c.short_name();
   }

@@ -27,9 +27,22 @@ std::string temp_db() {
   return std::string(tmpl) + "/attnc.db";
 }
 
+attnc_options default_options() {
+  attnc_options o{};
+  o.struct_size = sizeof(attnc_options);
+  EXPECT_EQ(attnc_options_init(&o), ATTNC_OK) << attnc_last_error();
+  return o;
+}
+
+attnc_call default_call() {
+  attnc_call c{};
+  c.struct_size = sizeof(attnc_call);
+  EXPECT_EQ(attnc_call_init(&c), ATTNC_OK) << attnc_last_error();
+  return c;
+}
+
 attnc_options described_options(const std::string& db) {
-  attnc_options o;
-  attnc_options_init(&o);
+  attnc_options o = default_options();
   o.db = db.c_str();
   o.device_name = "Test GPU";
   o.device_arch = "sm_90a";
@@ -39,7 +52,8 @@ attnc_options described_options(const std::string& db) {
   return o;
 }
 
-TEST(CApi, Version) { EXPECT_STREQ(attnc_version(), "0.1.0"); }
+// The version is CMake's project() version, passed to this test separately from the library.
+TEST(CApi, Version) { EXPECT_STREQ(attnc_version(), ATTNC_PROJECT_VERSION); }
 
 TEST(CApi, BadSpecNamesTheField) {
   attnc_attention* h = reinterpret_cast<attnc_attention*>(0x1);
@@ -50,13 +64,27 @@ TEST(CApi, BadSpecNamesTheField) {
   EXPECT_NE(std::string(attnc_last_error()).find("/nonexistent/spec.yaml"), std::string::npos) << attnc_last_error();
 }
 
+// A text that once sent the YAML reader into an endless, allocating loop, and one over the size
+// limit: both are spec errors at once.
+TEST(CApi, UnboundedTextsAreSpecErrors) {
+  attnc_attention* h = nullptr;
+  EXPECT_EQ(attnc_attention_create_from_yaml(",\n", nullptr, &h), ATTNC_ERR_SPEC);
+  EXPECT_NE(std::string(attnc_last_error()).find(":1:1: error: YAML syntax error: unexpected ','"),
+            std::string::npos)
+      << attnc_last_error();
+  const std::string big = "version: 1\n#" + std::string(256 << 10, ' ') + "\n";
+  EXPECT_EQ(attnc_attention_create_from_yaml(big.c_str(), nullptr, &h), ATTNC_ERR_SPEC);
+  EXPECT_NE(std::string(attnc_last_error()).find("allowed: at most 262144 bytes (256 KiB)"),
+            std::string::npos)
+      << attnc_last_error();
+}
+
 TEST(CApi, NullArguments) {
   attnc_attention* h = nullptr;
   EXPECT_EQ(attnc_attention_create_from_yaml(nullptr, nullptr, &h), ATTNC_ERR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(attnc_last_error()).find("yaml_text is NULL"), std::string::npos);
   EXPECT_EQ(attnc_attention_create_from_yaml(kSpec, nullptr, nullptr), ATTNC_ERR_INVALID_ARGUMENT);
-  attnc_call c;
-  attnc_call_init(&c);
+  attnc_call c = default_call();
   EXPECT_EQ(attnc_attention_run(nullptr, &c, nullptr), ATTNC_ERR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(attnc_last_error()).find("attention is NULL"), std::string::npos);
   EXPECT_EQ(attnc_attention_select(nullptr, ATTNC_KIND_DECODE, 1, 1, 1, nullptr, nullptr, 0),
@@ -78,8 +106,7 @@ class CApiHandle : public ::testing::Test {
 };
 
 TEST_F(CApiHandle, StructSizeTooSmall) {
-  attnc_call c;
-  attnc_call_init(&c);
+  attnc_call c = default_call();
   c.struct_size = 16;
   EXPECT_EQ(attnc_attention_run(h_, &c, nullptr), ATTNC_ERR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(attnc_last_error()).find("attnc_call.struct_size is 16, expected at least"), std::string::npos)
@@ -97,8 +124,7 @@ TEST_F(CApiHandle, StructSizeTooSmall) {
 }
 
 TEST_F(CApiHandle, BadKind) {
-  attnc_call c;
-  attnc_call_init(&c);
+  attnc_call c = default_call();
   c.kind = 7;
   EXPECT_EQ(attnc_attention_run(h_, &c, nullptr), ATTNC_ERR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(attnc_last_error()).find("kind 7: expected ATTNC_KIND_PREFILL (0)"), std::string::npos);
@@ -149,13 +175,11 @@ TEST(CApi, NoJitError) {
 }
 
 TEST(CApi, RunWithoutAGpuSaysSo) {
-  attnc_options o;
-  attnc_options_init(&o);
+  attnc_options o = default_options();
   o.db = "none";
   attnc_attention* h = nullptr;
   ASSERT_EQ(attnc_attention_create_from_yaml(kSpec, &o, &h), ATTNC_OK) << attnc_last_error();
-  attnc_call c;
-  attnc_call_init(&c);
+  attnc_call c = default_call();
   const int rc = attnc_attention_run(h, &c, nullptr);
   if (rc == ATTNC_ERR_NO_GPU)
     EXPECT_NE(std::string(attnc_last_error()), "");

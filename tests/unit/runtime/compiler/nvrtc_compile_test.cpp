@@ -25,6 +25,8 @@ TEST(NvrtcCompile, MmaKernelForSm80) {
   EXPECT_EQ(k.report.spill_stores, 0);
   EXPECT_NE(k.report.raw.find("attnc_test_mma"), std::string::npos);
   EXPECT_GT(k.compile_ms, 0.0);
+  EXPECT_GT(k.ptxas_ms, 0.0);  // ptxas ran (the report above came from it) and timed itself
+  EXPECT_LT(k.ptxas_ms, k.compile_ms);
   EXPECT_EQ(k.key, kernel_key(src));
 }
 
@@ -65,14 +67,14 @@ TEST(NvrtcCompile, WgmmaNeedsSm90a) {
 TEST(NvrtcCompile, ExactOptionList) {
   auto src = test::mma_kernel("sm_90a");
   EXPECT_EQ(nvrtc_options(src, {}),
-            (std::vector<std::string>{"--gpu-architecture=sm_90a", "--ptxas-options=-v", "-std=c++17"}));
+            (std::vector<std::string>{"--gpu-architecture=sm_90a", "--ptxas-options=-v", "-std=c++17", "--minimal"}));
   CompileOptions opt;
   opt.line_info = true;
   opt.arch = "sm_80";
   src.options = {"--use_fast_math", "--ptxas-options=-warn-spills"};
   EXPECT_EQ(nvrtc_options(src, opt),
-            (std::vector<std::string>{"--gpu-architecture=sm_80", "--ptxas-options=-v", "-std=c++17", "-lineinfo",
-                                      "--use_fast_math", "--ptxas-options=-warn-spills"}));
+            (std::vector<std::string>{"--gpu-architecture=sm_80", "--ptxas-options=-v", "-std=c++17", "--minimal",
+                                      "-lineinfo", "--use_fast_math", "--ptxas-options=-warn-spills"}));
   EXPECT_NO_THROW(compile_kernel(src, opt));
 }
 

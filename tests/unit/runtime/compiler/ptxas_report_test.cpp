@@ -98,5 +98,14 @@ TEST(PtxasReport, OlderFormatWithoutBarriers) {
   EXPECT_EQ(r.barriers, 0);
 }
 
+// ptxas times each entry; its share of the compile is their sum.
+TEST(PtxasReport, CompileTimeSumsEveryEntry) {
+  EXPECT_DOUBLE_EQ(ptxas_compile_ms(kSimple), 7.272);
+  EXPECT_DOUBLE_EQ(ptxas_compile_ms(kTwoEntries), 2.270 + 6.868);
+  EXPECT_DOUBLE_EQ(ptxas_compile_ms(kSpills), 107.933);
+  EXPECT_EQ(ptxas_compile_ms(""), 0.0);  // an NVRTC cache hit: ptxas did not run
+  EXPECT_EQ(ptxas_compile_ms("ptxas info    : Used 8 registers, used 0 barriers\n"), 0.0);
+}
+
 }  // namespace
 }  // namespace attnc

@@ -61,6 +61,8 @@ TEST(TunedChoice, CarriesTheCompiledConfigAndThePerCallSplitCount) {
   EXPECT_EQ(TunedChoice::from_json("{\"stages\":3}", Config{}).num_splits, 0);
   EXPECT_THROW(TunedChoice::from_json("{\"num_splits\":-1}", Config{}), std::invalid_argument);
   EXPECT_THROW(TunedChoice::from_json("{\"splits\":4}", Config{}), std::invalid_argument);
+  EXPECT_EQ(TunedChoice::from_json("{\"splits\":1,\"stages\":3}", Config{}).config.stages, 3);  // legacy, dropped
+  EXPECT_THROW(Config::from_json("{\"splits\":1}"), std::invalid_argument);  // not a Config field any more
   EXPECT_THROW(TunedChoice::from_json("{\"tile\":4}", Config{}), std::invalid_argument);
 }
 

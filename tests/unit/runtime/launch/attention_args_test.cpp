@@ -38,6 +38,7 @@ AttentionArgs good_args() {
   a.batch = 2;
   a.max_seqlen_q = 300;
   a.total_q = 400;
+  a.num_splits = 1;  // decided: no split
   return a;
 }
 
@@ -468,9 +469,11 @@ TEST(AttentionArgs, RejectsMissingOrExtraAlibiAndSinks) {
 TEST(AttentionArgs, SplitKvNeedsASplitKernelAndAWorkspace) {
   PagedCall c;
   c.a.num_splits = -1;
-  expect_bad(decode_plan(), c.args(), "num_splits must be in 0..128, got -1");
+  expect_bad(decode_plan(), c.args(), "num_splits must be in 1..128");
+  c.a.num_splits = 0;  // undecided: prepare_attention takes a decided count
+  expect_bad(decode_plan(), c.args(), "got 0");
   c.a.num_splits = 129;
-  expect_bad(decode_plan(), c.args(), "num_splits must be in 0..128, got 129");
+  expect_bad(decode_plan(), c.args(), "got 129");
   c.a.num_splits = 2;
   expect_bad(paged_plan(), c.args(), "num_splits 2 needs a split-KV kernel (decode); this one takes 1");
   const size_t need = attention_workspace_bytes(decode_plan(), 3, 2);
@@ -491,11 +494,10 @@ TEST(AttentionArgs, SplitKvNeedsASplitKernelAndAWorkspace) {
 
   // The heuristic picks a split for a long context on a big GPU; that needs a workspace too.
   PagedCall h;
-  h.a.num_splits = 0;
-  h.a.max_seqlen_k = 4096;
-  h.a.num_sms = 132;
+  h.a.num_splits = decide_num_splits(decode_plan(), {3, 1, 4096, 3, 132}, 0);
   const int splits = choose_num_splits(decode_plan(), 3, 1, 4096, 132);
   ASSERT_GT(splits, 1);
+  EXPECT_EQ(h.a.num_splits, splits);
   expect_bad(decode_plan(), h.args(), "num_splits " + std::to_string(splits) + " needs a workspace");
 }
 
