@@ -60,9 +60,9 @@ std::string source(const Sm90Case& c, const std::string& entry) {
                 "struct Traits {\n  using Element = attnc::%s;\n"
                 "  static constexpr int kHeadDim = %d, kHeadDimV = %d, kGroup = %d;\n"
                 "  static constexpr int kBlockM = %d, kBlockN = %d, kStages = %d, kConsumerWarpgroups = %d;\n"
-                "  static constexpr bool kPingpong = %s;\n  static constexpr int kMask = %d;\n"
-                "  static constexpr bool kSoftcap = %s;\n  static constexpr int kAlibi = %d;\n"
-                "  static constexpr bool kSinks = %s;\n  static constexpr int kLse = %d;\n};\n",
+                "  static constexpr bool kPingpong = %s;\n  static constexpr auto kMask = attnc::MaskKind(%d);\n"
+                "  static constexpr bool kSoftcap = %s;\n  static constexpr auto kAlibi = attnc::Alibi(%d);\n"
+                "  static constexpr bool kSinks = %s;\n  static constexpr auto kLse = attnc::LseOut(%d);\n};\n",
                 c.dtype == DType::bf16 ? "bf16_t" : "fp16_t", c.d, c.dv, c.hq / c.hkv, 64 * c.config.warpgroups,
                 c.config.block_n, c.config.stages, c.config.warpgroups, b(c.config.pingpong), c.mask,
                 b(c.softcap > 0), c.alibi, b(c.sinks), c.lse);
@@ -229,7 +229,7 @@ TEST_P(PrefillSm90, MatchesReference) {
   opt.causal = c.mask == 1;
   if (c.mask == 2) opt.window_left = c.window_left, opt.window_right = c.window_right;
   opt.softcap = c.softcap;
-  opt.alibi = c.alibi;
+  opt.alibi = Alibi(c.alibi);
   const std::vector<double> slopes_d(slopes.begin(), slopes.end()), sinks_d(sinks.begin(), sinks.end());
   if (c.alibi) opt.alibi_slopes = &slopes_d;
   if (c.sinks) opt.sinks = &sinks_d;

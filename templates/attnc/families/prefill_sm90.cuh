@@ -21,10 +21,14 @@
 // Traits (written by the emitter) supply:
 //   Element (bf16_t | fp16_t), kHeadDim, kHeadDimV (multiples of 8, <= 256, Dv's 64-column blocks
 //   no more than D's), kGroup, kBlockM (= 64 * kConsumerWarpgroups), kBlockN, kStages,
-//   kConsumerWarpgroups (2 or 3), kPingpong, kMask, kSoftcap, kAlibi, kSinks, kLse.
+//   kConsumerWarpgroups (2 or 3), kPingpong, kMask (MaskKind), kSoftcap, kAlibi (Alibi), kSinks,
+//   kLse (LseOut).
 #pragma once
 
+#include "attnc/features/alibi.cuh"
+#include "attnc/features/block_range.cuh"
 #include "attnc/features/logits.cuh"
+#include "attnc/features/lse.cuh"
 #include "attnc/features/mask.cuh"
 #include "attnc/features/online_softmax.cuh"
 #include "attnc/features/score.cuh"
@@ -97,7 +101,7 @@ struct PrefillSm90 {
     b.head = blockIdx.y;
     b.kv_head = b.head / T::kGroup;
     // Causal blocks further down see more keys: run them first.
-    const int m_block = T::kMask == kMaskCausal ? gridDim.x - 1 - blockIdx.x : blockIdx.x;
+    const int m_block = T::kMask == MaskKind::causal ? gridDim.x - 1 - blockIdx.x : blockIdx.x;
     b.q_begin = p.cu_seqlens_q[b.seq];
     b.sq = p.cu_seqlens_q[b.seq + 1] - b.q_begin;
     b.k_begin = p.cu_seqlens_k[b.seq];
@@ -106,10 +110,9 @@ struct PrefillSm90 {
     if (b.m0 >= b.sq) return false;
     b.rows_here = min(BM, b.sq - b.m0);
     const Mask<T::kMask> mask(b.sq, b.sk, p.window_left, p.window_right);
-    int n_end;
-    mask.key_range(b.m0, b.m0 + b.rows_here, b.sk, b.n_begin, n_end);
-    b.n_begin = b.n_begin / BN * BN;
-    b.n_tiles = n_end > b.n_begin ? (n_end - b.n_begin + BN - 1) / BN : 0;
+    const BlockRange r = block_range<BN>(mask, b.m0, b.m0 + b.rows_here, b.sk, 0, 1);
+    b.n_begin = r.n_begin;
+    b.n_tiles = r.n_tiles;
     return true;
   }
 
@@ -280,13 +283,7 @@ struct PrefillSm90 {
         wgmma_wait<0>();
         fence_operand(o);
         release(&sm.bar->v_empty[prev]);
-#pragma unroll
-        for (int j = 0; j < DVN / 8; ++j) {
-          o[j][0] *= rescale[0];
-          o[j][1] *= rescale[0];
-          o[j][2] *= rescale[1];
-          o[j][3] *= rescale[1];
-        }
+        OnlineSoftmax<2>::rescale_o(o, rescale);
         to_operand(s, pf);
       }
 
@@ -327,14 +324,14 @@ struct PrefillSm90 {
       *reinterpret_cast<u32*>(sm.q + OTile::offset(row0 + 8, i * 8 + col0)) =
           pack2<E>(o[i][2] * inv_sum[1], o[i][3] * inv_sum[1]);
     }
-    if constexpr (T::kLse != 0) {
+    if constexpr (T::kLse != LseOut::none) {
       if (lane % 4 == 0) {
 #pragma unroll
         for (int r = 0; r < 2; ++r) {
           const int row = row0 + r * 8;
           if (row < b.rows_here)
             p.lse[(b.q_begin + b.m0 + row) * p.lse_row_stride + b.head * p.lse_head_stride] =
-                T::kLse == 1 ? lse2[r] * kLn2 : lse2[r];
+                lse_out<T::kLse>(lse2[r]);
         }
       }
     }

@@ -4,13 +4,14 @@
 // (token tok[c / 2]) and key n0 + nt * 8 + col0 + c % 2.
 #pragma once
 
+#include "attnc/core/ptx.cuh"
+#include "attnc/features/alibi.cuh"
 #include "attnc/features/mask.cuh"
 #include "attnc/features/score.cuh"
-#include "attnc/core/ptx.cuh"
 
 namespace attnc {
 
-template <int NT, bool SOFTCAP, int ALIBI, int MASK>
+template <int NT, bool SOFTCAP, Alibi ALIBI, MaskKind MASK>
 __device__ __forceinline__ void apply_logits(float (&s)[NT][4], const ScoreTransform<SOFTCAP>& score,
                                              const AlibiBias<ALIBI> (&alibi)[2], const Mask<MASK>& mask,
                                              const int (&tok)[2], int n0, int col0, int sk, bool need_mask) {
