@@ -6,9 +6,7 @@ SpecKernel generate_kernel(const Spec& spec, KernelKind kind, const std::string&
   SpecKernel k;
   k.kind = kind;
   try {
-    Config config = default_config(spec, kind, arch);
-    if (!config_json.empty()) config = Config::from_json(config_json, config);
-    k.plan = plan_kernel(spec, kind, config, arch);
+    k.plan = plan_kernel(spec, kind, config_for(spec, kind, arch, config_json), arch);
     k.source = emit_kernel(*k.plan);
   } catch (const NotSupportedYet& e) {
     k.skipped = e.what();

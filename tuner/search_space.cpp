@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "attnc/params/split_combine_shape.h"
+#include "generator/plan/plan_prefill_sm90.h"
 
 namespace attnc {
 namespace {
@@ -26,34 +27,72 @@ int round_up(int v, int m) { return (v + m - 1) / m * m; }
 std::vector<Config> config_space(const Spec& s, KernelKind kind, const std::string& arch) {
   const Config base = default_config(s, kind, arch);
   std::vector<Config> out{base};
-  if (!allowed_family(s, base.family)) return out;  // only the baseline: the spec allows no other family here
+  auto add = [&](const Config& c) {
+    if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
+  };
   const bool decode = kind == KernelKind::decode;
-  std::vector<int> warps = narrow(decode ? std::vector<int>{1, 2, 4} : std::vector<int>{2, 4, 8}, s.tuning.warps);
-  if (!s.tuning.block_m.empty()) {  // block_m = 16 * warps in both families
-    std::vector<int> w;
-    for (int m : s.tuning.block_m)
-      if (m % 16 == 0 && (s.tuning.warps.empty() || std::count(warps.begin(), warps.end(), m / 16)))
-        w.push_back(m / 16);
-    warps = w;
+  // The mma.sync families: prefill_sm80 or decode_split.
+  const std::string classic = decode ? "decode_split" : "prefill_sm80";
+  if (allowed_family(s, classic)) {
+    std::vector<int> warps = narrow(decode ? std::vector<int>{1, 2, 4} : std::vector<int>{2, 4, 8}, s.tuning.warps);
+    if (!s.tuning.block_m.empty()) {  // block_m = 16 * warps in both families
+      std::vector<int> w;
+      for (int m : s.tuning.block_m)
+        if (m % 16 == 0 && (s.tuning.warps.empty() || std::count(warps.begin(), warps.end(), m / 16)))
+          w.push_back(m / 16);
+      warps = w;
+    }
+    const std::vector<int> block_n = narrow({32, 64, 128}, s.tuning.block_n);
+    const std::vector<int> stages =
+        narrow(decode ? std::vector<int>{2, 3, 4} : std::vector<int>{2, 3}, s.tuning.stages);
+    for (int w : warps)
+      for (int n : block_n)
+        for (int st : stages) {
+          Config c;
+          c.family = classic;
+          c.warps = w;
+          c.block_m = 16 * w;
+          c.block_n = n;
+          c.stages = st;
+          add(c);
+        }
   }
-  const std::vector<int> block_n = narrow({32, 64, 128}, s.tuning.block_n);
-  const std::vector<int> stages = narrow(decode ? std::vector<int>{2, 3, 4} : std::vector<int>{2, 3}, s.tuning.stages);
-  for (int w : warps)
-    for (int n : block_n)
-      for (int st : stages) {
-        Config c = base;
-        c.warps = w;
-        c.block_m = 16 * w;
-        c.block_n = n;
-        c.stages = st;
-        if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
-      }
+  // prefill_sm90 where the planner takes it: 2 or 3 consumer warpgroups, block_n, and the default
+  // tile again with 3 stages and without ping-pong (the planner and pruning drop what cannot fit).
+  if (kind == KernelKind::prefill && allowed_family(s, kPrefillSm90) && prefill_sm90_refusal(s, kind, arch).empty()) {
+    const Config d = default_prefill_sm90_config(s);
+    for (int m : narrow({128, 192}, s.tuning.block_m))
+      for (int n : narrow({64, 96, 128, 176}, s.tuning.block_n))
+        for (int st : narrow({2}, s.tuning.stages)) {
+          Config c = d;
+          c.block_m = m;
+          c.warps = m / 16 + 4;
+          c.block_n = n;
+          c.stages = st;
+          add(c);
+        }
+    if (s.tuning.block_m.empty() && s.tuning.block_n.empty() && s.tuning.stages.empty()) {
+      Config c = d;
+      c.pingpong = false;
+      add(c);
+      c = d;
+      c.stages = 3;
+      add(c);
+    }
+  }
   return out;
 }
 
 int estimate_registers(const Spec& s, KernelKind, const Config& c) {
   const int dv = round_up(s.head_dim_v, 16);
-  return dv / 2 + c.block_n / 2 + c.block_n / 4 + 48;
+  // prefill_sm90's operands come from shared memory through descriptors, not per-thread addresses.
+  const int rest = c.family == kPrefillSm90 ? 24 : 48;
+  return dv / 2 + c.block_n / 2 + c.block_n / 4 + rest;
+}
+
+int register_limit(const Config& c) {
+  if (c.family == kPrefillSm90) return c.block_m == 128 ? 240 : 160;  // what setmaxnreg gives a consumer
+  return kMaxRegistersPerThread;
 }
 
 std::string prune_reason(const Spec& s, KernelKind kind, const Config& c, const std::string& arch, int max_smem_optin) {
@@ -67,9 +106,9 @@ std::string prune_reason(const Spec& s, KernelKind kind, const Config& c, const 
     return c.short_name() + " needs " + std::to_string(plan.smem_bytes) +
            " bytes of shared memory; the device allows " + std::to_string(max_smem_optin) + " per block";
   const int regs = estimate_registers(s, kind, c);
-  if (regs > kMaxRegistersPerThread)
+  if (regs > register_limit(c))
     return c.short_name() + " needs about " + std::to_string(regs) + " registers per thread (limit " +
-           std::to_string(kMaxRegistersPerThread) + "): it would spill";
+           std::to_string(register_limit(c)) + "): it would spill";
   return "";
 }
 

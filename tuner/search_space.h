@@ -15,7 +15,11 @@ namespace attnc {
 // Compiled configs to try, the default config (the heuristic baseline) first, no repeats.
 // prefill_sm80: warps {2,4,8} (block_m = 16 * warps), block_n {32,64,128}, stages {2,3}.
 // decode_split: warps {1,2,4}, block_n {32,64,128}, stages {2,3,4}.
-// A spec's `tuning:` lists narrow each axis (block_m narrows warps through block_m = 16 * warps).
+// prefill_sm90 (prefill on sm_90a, where its planner takes the spec): block_m {128,192} (warps
+// block_m / 16 + 4), block_n {64,96,128,176}, stages {2}; its default tile also with 3 stages
+// and without ping-pong. The family is a knob like the others: prefill tries both.
+// A spec's `tuning:` lists narrow each axis (block_m narrows warps through block_m = 16 * warps)
+// and `families` the families.
 std::vector<Config> config_space(const Spec&, KernelKind, const std::string& arch);
 
 // Registers per thread the attention main loop needs, roughly: the fp32 O accumulator (Dv / 2),
@@ -23,10 +27,13 @@ std::vector<Config> config_space(const Spec&, KernelKind, const std::string& arc
 // and loop counters. Only good for telling "fits" from "clearly does not".
 int estimate_registers(const Spec&, KernelKind, const Config&);
 inline constexpr int kMaxRegistersPerThread = 255;
+// What a thread of the config's main loop may use: 255, or for prefill_sm90 the consumer
+// warpgroups' setmaxnreg budget (240 with two, 160 with three).
+int register_limit(const Config&);
 
 // Why `config` is dropped before compiling, or "" to keep it: the planner refuses it (BadConfig,
 // NotSupportedYet), its shared memory exceeds `max_smem_optin` (the device's opt-in limit per block;
-// <= 0: the arch's), or its register estimate is over kMaxRegistersPerThread.
+// <= 0: the arch's), or its register estimate is over register_limit.
 std::string prune_reason(const Spec&, KernelKind, const Config&, const std::string& arch, int max_smem_optin);
 
 // Per-call split counts to time for one compiled config on a bucket: decode tries 0 (the

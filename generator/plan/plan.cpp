@@ -50,6 +50,17 @@ Config default_config(const Spec& s, KernelKind kind, const std::string& arch) {
   return is_op_kind(kind) ? default_op_config(s, kind, arch) : default_attention_config(s, kind, arch);
 }
 
+Config config_for(const Spec& s, KernelKind kind, const std::string& arch, const std::string& config_json) {
+  Config base = default_config(s, kind, arch);
+  if (config_json.empty()) return base;
+  const std::string family = Config::from_json(config_json, base).family;
+  if (family != base.family) {
+    if (is_op_kind(kind)) base.family = family;  // the op planner names the right family
+    else base = default_family_config(s, kind, arch, family);
+  }
+  return Config::from_json(config_json, base);
+}
+
 KernelPlan plan_kernel(const Spec& s, KernelKind kind, const Config& c, const std::string& arch) {
   return is_op_kind(kind) ? plan_op_kernel(s, kind, c, arch) : plan_attention_kernel(s, kind, c, arch);
 }

@@ -2,14 +2,21 @@
 
 #include <algorithm>
 
+#include "generator/plan/plan_prefill_sm90.h"
 #include "generator/spec/spec_parse.h"
 
 namespace attnc {
 namespace {
 
-bool is_attention_family(const std::string& f) { return f == "prefill_sm80" || f == "decode_split"; }
+bool is_attention_family(const std::string& f) {
+  return f == "prefill_sm80" || f == "decode_split" || f == kPrefillSm90;
+}
 
 const char* family_for(KernelKind kind) { return kind == KernelKind::decode ? "decode_split" : "prefill_sm80"; }
+
+// The families that make a kind. prefill_sm90 is planned for every kind: its planner refuses what
+// it cannot make with the reason (NotSupportedYet), e.g. paged prefill.
+bool makes(const std::string& family, KernelKind kind) { return family == family_for(kind) || family == kPrefillSm90; }
 
 // What the attention templates cannot express yet; each line names the feature.
 void check_supported(const Spec& s, KernelKind kind) {
@@ -60,8 +67,18 @@ MaskKind compiled_mask(const MaskSpec& m) {
 int padded_head_dim(int d) { return (d + 63) / 64 * 64; }
 
 Config default_attention_config(const Spec& s, KernelKind kind, const std::string& arch) {
+  // On sm_90a prefill runs on prefill_sm90 wherever its planner takes the spec (and the spec's
+  // tuning.families allows it); the rest stays on the mma.sync families.
+  const auto& families = s.tuning.families;
+  const bool sm90_allowed = families.empty() || std::find(families.begin(), families.end(), kPrefillSm90) != families.end();
+  if (sm90_allowed && prefill_sm90_refusal(s, kind, arch).empty()) return default_prefill_sm90_config(s);
+  return default_family_config(s, kind, arch, family_for(kind));
+}
+
+Config default_family_config(const Spec& s, KernelKind kind, const std::string& arch, const std::string& family) {
+  if (family == kPrefillSm90) return default_prefill_sm90_config(s);
   Config c;
-  c.family = family_for(kind);
+  c.family = family;
   const int d = std::max(s.head_dim, s.head_dim_v);
   if (kind == KernelKind::decode) { c.block_m = 64; c.warps = 4; c.block_n = d <= 128 ? 64 : 32; }
   else if (d <= 64) { c.block_m = 128; c.warps = 8; c.block_n = 128; }
@@ -79,11 +96,12 @@ KernelPlan plan_attention_kernel(const Spec& s, KernelKind kind, const Config& c
   if (!is_attention_family(c.family))
     throw NotSupportedYet("family '" + c.family + "' for " + to_string(kind) + " kernels (available: " +
                           family_for(kind) + ")");
-  if (c.family != family_for(kind))
+  if (!makes(c.family, kind))
     throw BadConfig("family '" + c.family + "' does not make " + to_string(kind) + " kernels; use " +
                     family_for(kind));
   check_supported(s, kind);
-  check_config(s, c, info);
+  const bool sm90 = c.family == kPrefillSm90;
+  if (!sm90) check_config(s, c, info);
 
   KernelPlan p = base_plan(s, kind, c, arch);
   p.head_dim = s.head_dim;
@@ -97,8 +115,12 @@ KernelPlan plan_attention_kernel(const Spec& s, KernelKind kind, const Config& c
   p.paged = kind != KernelKind::prefill;
   p.pack_gqa = kind == KernelKind::decode;
   p.split_kv = kind == KernelKind::decode;
-  p.threads = 32 * c.warps;
-  p.smem_bytes = smem_bytes(s, c);
+  if (sm90) {
+    plan_prefill_sm90(s, kind, c, info, p);
+  } else {
+    p.threads = 32 * c.warps;
+    p.smem_bytes = smem_bytes(s, c);
+  }
   return p;
 }
 
