@@ -144,6 +144,10 @@ class Attention:
         expect_dim("v", va, 1, self.spec["num_kv_heads"], "kv heads")
         expect_dim("v", va, 2, self.spec["head_dim_v"], "head dim v")
         c.k, c.v = ka.ptr, va.ptr
+        c.total_k = ka.shape[0] if ka.shape else int(extra.pop("total_k", -1))
+        if va.shape and ka.shape and va.shape[0] != ka.shape[0]:
+            raise ValueError(f"k and v must have the same rows (total_k): {ka.shape[0]} and {va.shape[0]}")
+        extra.pop("total_k", None)
         if ka.strides:
             c.k_row_stride, c.k_head_stride = ka.strides[0], ka.strides[1]
         if va.strides:

@@ -20,6 +20,7 @@ struct GridCase {
   KernelKind kind = KernelKind::prefill;
   AttentionCase call;
   bool decode_multi = false;  // decode with cu_query_lens
+  std::string config_json;    // over the default config (config_for): {"family": "prefill_sm90"}
 };
 
 // One spec and the kinds it is compiled as.
@@ -251,6 +252,16 @@ inline std::vector<GridCase> attention_grid() {
   big_prefill.name = "paged_d256g8_win_softcap_fork_hnd_flashinfer_bs64_v_plane_past_2e31";
   out.push_back(big_prefill);
   for (GridCase& c : head_dim_sweep()) out.push_back(std::move(c));
+  // Every contiguous prefill case on both prefill families (prefill_sm90 skipped off sm_90a).
+  const size_t n = out.size();
+  for (size_t i = 0; i < n; ++i)
+    if (out[i].kind == KernelKind::prefill) {
+      out[i].config_json = R"({"family": "prefill_sm80"})";
+      GridCase c = out[i];
+      c.config_json = R"({"family": "prefill_sm90"})";
+      c.name = "sm90_" + c.name;
+      out.push_back(std::move(c));
+    }
   return out;
 }
 

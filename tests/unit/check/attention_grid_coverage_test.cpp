@@ -150,13 +150,14 @@ TEST(AttentionGrid, EveryKernelPlansAndCasesAreBounded) {
   for (const GridCase& c : cases()) {
     EXPECT_TRUE(names.insert(c.name).second) << "duplicate name " << c.name;
     EXPECT_TRUE(std::regex_match(c.name, valid)) << c.name;
-    const KernelPlan plan = plan_kernel(c.spec, c.kind, default_config(c.spec, c.kind, "sm_90a"), "sm_90a");
+    const KernelPlan plan = plan_kernel(c.spec, c.kind, config_for(c.spec, c.kind, "sm_90a", c.config_json), "sm_90a");
     entries.insert(emit_kernel(plan).entry);
     flops += 2 * reference_work(plan, c.call) * (plan.head_dim + plan.head_dim_v);
   }
   std::printf("grid: %zu cases, %zu kernels, %.3g reference flops per run of every case\n", names.size(),
               entries.size(), flops);
-  EXPECT_LT(entries.size(), 100u) << "compile time (in parallel on the GPU host: ~0.6 s a kernel over 16 cores)";
+  // Contiguous prefill runs on both prefill families: ~35 of them are prefill_sm90 (~1 s each).
+  EXPECT_LT(entries.size(), 130u) << "compile time (in parallel on the GPU host: ~0.6-1 s a kernel over 16 cores)";
   EXPECT_LT(flops, 2e11) << "the float64 reference runs twice per case on the GPU host's 16 cores";
 }
 
