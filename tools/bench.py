@@ -27,7 +27,7 @@ DECODE = [(64, 8192), (16, 32768), (128, 2048)]
 DECODE_D = 128
 
 
-def spec_yaml(name, head_dim, causal, kernel, page_size):
+def spec_yaml(name, head_dim, causal, kernel, page_size, families=None):
     return "\n".join([
         "version: 1",
         f"name: {name}",
@@ -38,8 +38,7 @@ def spec_yaml(name, head_dim, causal, kernel, page_size):
         f"kv_cache: {{dtype: same, layout: NHD, page_size: {page_size}}}",
         f"mask: {'causal' if causal else 'none'}",
         f"kernels: [{kernel}]",
-        "",
-    ])
+    ] + ([f"tuning: {{families: [{', '.join(families)}]}}"] if families else []) + [""])
 
 
 def write_specs(workdir, page_size):
@@ -56,6 +55,10 @@ def write_specs(workdir, page_size):
         s["path"] = os.path.join(workdir, s["name"] + ".yaml")
         with open(s["path"], "w") as f:
             f.write(spec_yaml(s["name"], s["D"], s["causal"], s["kind"], page_size))
+        if s["kind"] == "prefill":  # the same layer held to prefill_sm80 (its heuristic): one column per family
+            s["sm80_path"] = os.path.join(workdir, s["name"] + "-sm80.yaml")
+            with open(s["sm80_path"], "w") as f:
+                f.write(spec_yaml(s["name"] + "-sm80", s["D"], s["causal"], s["kind"], page_size, ["prefill_sm80"]))
         s["shapes_path"] = os.path.join(workdir, s["name"] + ".shapes.yaml")
         with open(s["shapes_path"], "w") as f:
             for sh in s["shapes"]:
@@ -114,8 +117,9 @@ def prefill_rows(spec, db, flex, block_mask_fn):
     with sdpa_kernel([SDPBackend.CUDNN_ATTENTION]):
         ref = F.scaled_dot_product_attention(q, kr, vr, is_causal=causal)
     ref = ref.transpose(1, 2).reshape(B * S, HQ, D)
-    for label, tuned in (("attnc_tuned", True), ("attnc_heuristic", False)):
-        a = attnc.Attention(spec["path"], db=db, use_tuning=tuned)
+    for label, path, tuned in (("attnc_tuned", spec["path"], True), ("attnc_heuristic", spec["path"], False),
+                               ("attnc_sm80", spec["sm80_path"], False)):
+        a = attnc.Attention(path, db=db, use_tuning=tuned)
         o = torch.empty_like(qa)
         fn = lambda: a.prefill(qa, ka, va, cu, cu, S, S, out=o, stream=stream())
         row[label] = tf(bench_ms(fn))
@@ -233,12 +237,12 @@ def ratio(a, b):
 def markdown(rows, jit, env):
     lines = [f"Measured {time.strftime('%Y-%m-%d')} on {env['name']} ({env['sms']} SMs), torch {env['torch']}, "
              f"cuDNN {env['cudnn']}; medians of triton do_bench (warm-up 50 ms, 200 ms of repeats).", "",
-             "| shape | unit | attnc tuned | attnc heuristic | cuDNN | FA2 (SDPA flash) | FlexAttention | "
-             "tuned / cuDNN | heuristic / cuDNN | tuned / heuristic |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "| shape | unit | attnc tuned | attnc heuristic | attnc prefill_sm80 | cuDNN | FA2 (SDPA flash) | "
+             "FlexAttention | tuned / cuDNN | heuristic / cuDNN | tuned / heuristic |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {r['shape']} | {r['unit']} | {fmt(r.get('attnc_tuned'))} | {fmt(r.get('attnc_heuristic'))} "
-                     f"| {fmt(r.get('cudnn'))} | {fmt(r.get('flash'))} | {fmt(r.get('flex'))} "
+                     f"| {fmt(r.get('attnc_sm80'))} | {fmt(r.get('cudnn'))} | {fmt(r.get('flash'))} | {fmt(r.get('flex'))} "
                      f"| {ratio(r.get('attnc_tuned'), r.get('cudnn'))} "
                      f"| {ratio(r.get('attnc_heuristic'), r.get('cudnn'))} "
                      f"| {ratio(r.get('attnc_tuned'), r.get('attnc_heuristic'))} |")
@@ -254,6 +258,7 @@ def main():
     ap.add_argument("--out", default=os.environ.get("OUT", "."), help="bench.json and bench.md go here")
     ap.add_argument("--page-size", type=int, default=16)
     ap.add_argument("--write-specs", action="store_true", help="only write the specs and shapes, print their paths")
+    ap.add_argument("--prefill-only", action="store_true", help="leave out the decode rows")
     args = ap.parse_args()
     if args.write_specs:
         for s in write_specs(args.workdir, args.page_size):
@@ -272,7 +277,7 @@ def main():
         if s["kind"] == "prefill":
             rows.append(prefill_rows(s, args.db, flex, block_mask_fn))
             print(json.dumps(rows[-1]), flush=True)
-        else:
+        elif not args.prefill_only:
             rows += decode_rows(s, args.db, args.page_size, flex)
         torch.cuda.empty_cache()
     jit = jit_rows(args.attnc, args.workdir)

@@ -135,7 +135,8 @@ class Attention:
     def prefill(self, q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, out=None, lse=None,
                 stream=None, softmax_scale=None, **extra):
         """Contiguous varlen prefill: q [total_q, Hq, D], k/v [total_k, Hkv, D], cu_seqlens int32
-        [batch + 1]. Returns out (and lse when the spec has one)."""
+        [batch + 1]. Returns out (and lse when the spec has one). Raw pointers for k and v need
+        total_k=N (their rows): prefill_sm90 reads them through TMA tensor maps."""
         c, qa = self._start("prefill", q, extra)
         ka = arg("k", k, "[total_k, Hkv, D]", self._dtypes())
         va = arg("v", v, "[total_k, Hkv, Dv]", self._dtypes())

@@ -3,9 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <string>
-
 #include <cstring>
+#include <string>
 
 #include "attnc/params/split_combine_shape.h"
 #include "runtime/driver/tensor_map.h"
