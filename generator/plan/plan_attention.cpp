@@ -43,13 +43,7 @@ void check_config(const Spec& s, const Config& c, const ArchInfo& arch) {
   if (c.block_m != 16 * c.warps)
     throw BadConfig("block_m " + std::to_string(c.block_m) + " with " + std::to_string(c.warps) + " warps; " +
                     c.family + " gives each warp 16 rows, so block_m must be " + std::to_string(16 * c.warps));
-  if (c.block_n < 16 || c.block_n > 256 || c.block_n % 16 != 0)
-    throw BadConfig("block_n " + std::to_string(c.block_n) + "; allowed: a multiple of 16 in 16..256");
-  if (c.stages < 2 || c.stages > 4) throw BadConfig("stages " + std::to_string(c.stages) + "; allowed: 2..4");
-  const int smem = smem_bytes(s, c);
-  if (smem > arch.max_smem_per_block)
-    throw BadConfig(c.short_name() + " needs " + std::to_string(smem) + " bytes of shared memory; " + arch.name +
-                    " allows " + std::to_string(arch.max_smem_per_block));
+  check_key_tiles(c, smem_bytes(s, c), arch);
 }
 
 // Canonical mask code, so specs that compute the same mask share a kernel: a window (-1, 0) is

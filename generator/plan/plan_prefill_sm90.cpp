@@ -15,13 +15,7 @@ void check_config(const Spec& s, const Config& c, const ArchInfo& arch) {
     throw BadConfig("warps " + std::to_string(c.warps) + " with block_m " + std::to_string(c.block_m) +
                     "; prefill_sm90 runs block_m / 16 consumer warps and a producer warpgroup, so warps must be " +
                     std::to_string(c.block_m / 16 + 4));
-  if (c.block_n < 16 || c.block_n > 256 || c.block_n % 16 != 0)
-    throw BadConfig("block_n " + std::to_string(c.block_n) + "; allowed: a multiple of 16 in 16..256");
-  if (c.stages < 2 || c.stages > 4) throw BadConfig("stages " + std::to_string(c.stages) + "; allowed: 2..4");
-  const int smem = prefill_sm90_smem_bytes(s, c);
-  if (smem > arch.max_smem_per_block)
-    throw BadConfig(c.short_name() + " needs " + std::to_string(smem) + " bytes of shared memory; " + arch.name +
-                    " allows " + std::to_string(arch.max_smem_per_block));
+  check_key_tiles(c, prefill_sm90_smem_bytes(s, c), arch);
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
-// prefill_sm80 and prefill_sm90 (every default-tile case twice) on the GPU against the float64
-// reference: fresh random inputs every run, poisoned outputs, ragged batches (q = 1 included, kv longer than q, kv shorter than q so whole rows are
-// masked), causal and not, 1/4/7 q heads per kv head, head dims 64/128/256, bf16 and fp16,
-// sliding windows, softcap, LSE in both layouts and bases, several configs. Skips without a GPU.
+// prefill_sm80 and prefill_sm90 (every default-tile case on both) on the GPU against the float64
+// reference: fresh random inputs every run, poisoned outputs, ragged batches (q = 1 included, kv
+// longer than q, kv shorter than q so whole rows are masked), causal and not, 1/4/7 q heads per kv
+// head, head dims 64/128/256, bf16 and fp16, sliding windows, softcap, LSE in both layouts and
+// bases, several configs of each family. Skips without a GPU.
 #include <gtest/gtest.h>
 
 #include <cstdio>
