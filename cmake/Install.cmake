@@ -42,3 +42,16 @@ write_basic_package_version_file(${PROJECT_BINARY_DIR}/attncConfigVersion.cmake
                                  COMPATIBILITY ${attnc_compatibility})
 install(FILES ${PROJECT_BINARY_DIR}/attncConfig.cmake ${PROJECT_BINARY_DIR}/attncConfigVersion.cmake
         DESTINATION ${ATTNC_CMAKE_DIR})
+
+# A wheel (pip install .; pyproject.toml): scikit-build-core installs into the package folder
+# attnc/ (lib/libattnc.so, bin/attnc, include/attnc.h, lib/cmake/attnc/), and the package learns
+# which NVRTC the build links from _build_config.py beside its modules.
+if(SKBUILD)
+  if(ATTNC_PORTABLE)
+    set(ATTNC_PORTABLE_PY True)
+  else()
+    set(ATTNC_PORTABLE_PY False)
+  endif()
+  configure_file(${PROJECT_SOURCE_DIR}/cmake/_build_config.py.in ${PROJECT_BINARY_DIR}/python/_build_config.py @ONLY)
+  install(FILES ${PROJECT_BINARY_DIR}/python/_build_config.py DESTINATION .)
+endif()

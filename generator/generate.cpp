@@ -1,5 +1,8 @@
 #include "generator/generate.h"
 
+#include "generator/plan/plan_attention.h"
+#include "generator/plan/plan_ops.h"
+
 namespace attnc {
 
 SpecKernel generate_kernel(const Spec& spec, KernelKind kind, const std::string& arch, const std::string& config_json) {

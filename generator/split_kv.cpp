@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "attnc/params/split_combine_shape.h"
+#include "generator/decode_model.h"
 
 namespace attnc {
 namespace {
@@ -28,6 +29,7 @@ long long row_blocks(const KernelPlan& plan, int max_seqlen_q) {
 
 int choose_num_splits(const KernelPlan& plan, int batch, int max_seqlen_q, int max_seqlen_k, int num_sms) {
   if (!plan.split_kv || max_seqlen_k <= 0 || num_sms <= 0) return 1;
+  if (plan.family == "decode_bw") return best_decode_splits(plan, {batch, max_seqlen_q, max_seqlen_k, batch, num_sms});
   const int heads = plan.pack_gqa ? plan.spec.num_kv_heads : plan.spec.num_q_heads;
   const double tiles = double(batch) * heads * row_blocks(plan, max_seqlen_q);
   const int n_blocks = (max_seqlen_k + plan.config.block_n - 1) / plan.config.block_n;
@@ -48,6 +50,12 @@ int choose_num_splits(const KernelPlan& plan, int batch, int max_seqlen_q, int m
   return 1;
 }
 
+int max_useful_splits(const KernelPlan& plan, int max_seqlen_k) {
+  if (!plan.split_kv || max_seqlen_k <= 0) return 1;
+  const int n_blocks = (max_seqlen_k + plan.config.block_n - 1) / plan.config.block_n;
+  return std::clamp(n_blocks, 1, kMaxSplits);
+}
+
 size_t attention_workspace_bytes(const KernelPlan& plan, int total_q, int num_splits) {
   if (num_splits <= 1) return 0;
   const size_t rows = size_t(num_splits) * rows_per_split(plan, total_q);
@@ -56,7 +64,11 @@ size_t attention_workspace_bytes(const KernelPlan& plan, int total_q, int num_sp
 
 int decide_num_splits(const KernelPlan& plan, const SplitShape& call, int forced, int preferred,
                       size_t workspace_bytes) {
-  if (forced != 0) return forced;  // prepare_attention checks it
+  if (forced != 0) {  // prepare_attention checks it
+    const bool fits = attention_workspace_bytes(plan, call.total_q, forced) <= workspace_bytes;
+    if (fits || forced <= 1 || !plan.split_kv || call.max_seqlen_k <= 0) return forced;
+    return std::min(forced, max_useful_splits(plan, call.max_seqlen_k));
+  }
   if (!plan.split_kv) return 1;
   const int n = preferred > 0 ? preferred
                               : choose_num_splits(plan, call.batch, call.max_seqlen_q, call.max_seqlen_k, call.num_sms);

@@ -23,9 +23,15 @@ struct SplitShape {
 // Row blocks of a call (the grid's x): query rows (times the group when GQA is packed) over block_m.
 long long row_blocks(const KernelPlan&, int max_seqlen_q);
 
-// FlashAttention-2's wave-efficiency heuristic (attention-semantics.md §8) over this kernel's tiles:
-// 1 when the (request, head, row block) tiles already fill the SMs.
+// decode_bw: the fewest splits the time model (decode_model.h) predicts within 1 % of the best.
+// Otherwise FlashAttention-2's wave-efficiency heuristic (attention-semantics.md §8) over this
+// kernel's tiles: 1 when the (request, head, row block) tiles already fill the SMs.
 int choose_num_splits(const KernelPlan&, int batch, int max_seqlen_q, int max_seqlen_k, int num_sms);
+
+// The most parts a call over max_seqlen_k keys can use: one per KV tile (a part past the last tile
+// would be empty), at most kMaxSplits; 1 for a kernel without split-KV or with max_seqlen_k unknown.
+// A workspace for this many parts holds every count a caller may force for such a call.
+int max_useful_splits(const KernelPlan&, int max_seqlen_k);
 
 // Bytes of workspace a call with num_splits parts needs (0 for num_splits <= 1).
 size_t attention_workspace_bytes(const KernelPlan&, int total_q, int num_splits);
@@ -34,7 +40,8 @@ size_t attention_workspace_bytes(const KernelPlan&, int total_q, int num_splits)
 // - 1 for a kernel without split-KV, unless `forced` asks for more (prepare_attention refuses that
 //   with a message naming the kernel);
 // - `forced` when not 0, as asked (out of range, or a workspace too small for it, is the caller's error, named by
-//   prepare_attention);
+//   prepare_attention), except that parts past the last KV tile are dropped (max_useful_splits)
+//   when `workspace_bytes` cannot hold them: they would be empty, so the result is the same;
 // - else `preferred` when > 0 (a tuned count), else the heuristic, lowered to what
 //   `workspace_bytes` holds (1 at worst).
 int decide_num_splits(const KernelPlan&, const SplitShape&, int forced, int preferred = 0,

@@ -166,7 +166,8 @@ ATTNC_API int attnc_attention_select(attnc_attention* attention, int kind, int b
                                      int max_seqlen_k, attnc_selection* selection, char* config_json,
                                      size_t config_json_size);
 
-/* Sizes the split-KV workspace for every call up to this shape (device memory). */
+/* Sizes the split-KV workspace for every call up to this shape (device memory), at the split count
+ * the dispatcher picks or any count a call forces (call.num_splits), up to one part per KV tile. */
 ATTNC_API int attnc_attention_reserve(attnc_attention* attention, int kind, int batch, int max_seqlen_q,
                                       int max_seqlen_k);
 ATTNC_API int attnc_attention_reserve_bytes(attnc_attention* attention, size_t bytes);
@@ -181,12 +182,128 @@ ATTNC_API int attnc_attention_prepare(attnc_attention* attention, int kind, int 
 /* Waits for background compiles. */
 ATTNC_API int attnc_attention_wait_background(attnc_attention* attention);
 /* The spec as the handle holds it, for bindings: {"name","spec_id","dtype","head_dim","head_dim_v",
- * "num_q_heads","num_kv_heads","page_size","kv_layout","lse_layout","softcap","alibi","sinks","kernels":[...]}
+ * "num_q_heads","num_kv_heads","page_size","kv_layout","kv_cache_dtype","lse_layout","lse_base","softcap","alibi",
+ * "sinks","kernels":[...]}
  * (ATTNC_ERR_BUFFER_TOO_SMALL when it does not fit: 2048 bytes always do). */
 ATTNC_API int attnc_attention_spec_json(attnc_attention* attention, char* json, size_t json_size);
 /* Warnings so far (cache unusable, tuning record ignored, background compile failed); "" if none.
  * Valid until the next call on this thread. */
 ATTNC_API const char* attnc_attention_warnings(attnc_attention* attention);
+
+/* The workspace reserve would allocate when forced split counts are covered only up to
+ * max_num_splits (> 0; 0: every count, as attnc_attention_workspace_needed). Give the result to
+ * attnc_attention_reserve_bytes to serve with less memory. */
+ATTNC_API int attnc_attention_workspace_needed_splits(attnc_attention* attention, int kind, int batch,
+                                                      int max_seqlen_q, int max_seqlen_k, int max_num_splits,
+                                                      size_t* bytes);
+
+/* ---- Ops of the same layer: merge, cache write, cascade ----
+ * Built from the spec's dims and dtypes (whether or not its `kernels:` list names them): the first
+ * call builds (memory -> SQLite -> NVRTC) and loads the kernel, later calls check and launch on
+ * `stream` without allocating (capturable once warm). Strides are in elements; 0 = contiguous. */
+
+typedef enum attnc_lse_base { ATTNC_LSE_BASE_SPEC = 0, ATTNC_LSE_BASE_E = 1, ATTNC_LSE_BASE_2 = 2 } attnc_lse_base;
+
+/* vLLM's merge_attn_states(output, prefix_output, prefix_lse, suffix_output, suffix_lse,
+ * output_lse): output = the two partial attentions weighted by their LSEs (a row whose LSEs are both
+ * -inf gives 0; +inf LSEs are taken as -inf, as vLLM does). Outputs [num_tokens, num_heads,
+ * head_size] in the spec's dtype; LSEs fp32, by default vLLM's [num_heads, num_tokens]. */
+typedef struct attnc_merge {
+  size_t struct_size; /* sizeof(attnc_merge), set before attnc_merge_init */
+  void* output;
+  const void* prefix_output;
+  const float* prefix_lse;
+  const void* suffix_output;
+  const float* suffix_lse;
+  float* output_lse; /* optional */
+  int num_tokens;
+  int num_heads; /* 0: the spec's num_q_heads */
+  int head_size; /* 0: the spec's head_dim_v */
+  long long output_row_stride, output_head_stride;
+  long long prefix_row_stride, prefix_head_stride;
+  long long suffix_row_stride, suffix_head_stride;
+  /* Token and head strides of each LSE, given together; both 0 = [num_heads, num_tokens]. */
+  long long prefix_lse_token_stride, prefix_lse_head_stride;
+  long long suffix_lse_token_stride, suffix_lse_head_stride;
+  long long output_lse_token_stride, output_lse_head_stride;
+  int lse_base; /* attnc_lse_base of all three LSEs */
+} attnc_merge;
+
+/* vLLM's reshape_and_cache_flash(key, value, key_cache, value_cache, slot_mapping, kv_cache_dtype,
+ * k_scale, v_scale): token i's key and value go to page slot_mapping[i] / block_size, position
+ * slot_mapping[i] % block_size; a negative slot skips the token. The cache's dtype is the spec's
+ * kv_cache.dtype (same, or fp8_e4m3 / fp8_e5m2 with k_scale and v_scale: stored =
+ * satfinite(value / scale)). */
+typedef struct attnc_cache_write {
+  size_t struct_size; /* sizeof(attnc_cache_write), set before attnc_cache_write_init */
+  const void* key;   /* [>= num_tokens, num_kv_heads, head_dim]; a view of fused QKV is fine */
+  const void* value; /* [>= num_tokens, num_kv_heads, head_dim_v] */
+  void* key_cache;   /* page 0, position 0, head 0 of the key plane */
+  void* value_cache;
+  const long long* slot_mapping; /* device int64 [num_tokens] */
+  const float* k_scale;          /* fp8 caches: device fp32 [1], or [num_kv_heads] with per_head_scale */
+  const float* v_scale;
+  int per_head_scale;
+  int num_tokens;
+  int num_kv_heads; /* 0: the spec's */
+  int head_size;    /* 0: the spec's head_dim */
+  long long key_row_stride, key_head_stride;
+  long long value_row_stride, value_head_stride;
+  int block_size; /* 0: the spec's kv_cache.page_size */
+  int num_blocks;
+  /* Cache strides in cache elements (page, position in page, head); all 0: the spec's layout.
+   * vLLM's (2, nb, bs, Hkv, D): page bs*Hkv*D, position Hkv*D, head D. */
+  long long key_cache_block_stride, key_cache_page_stride, key_cache_head_stride;
+  long long value_cache_block_stride, value_cache_page_stride, value_cache_head_stride;
+  const long long* host_slot_mapping; /* optional host copy: every slot is checked first */
+} attnc_cache_write;
+
+/* Cascade attention (vLLM's cascade_attention): every request shares the first common_prefix_len
+ * tokens of its KV (the same pages at the start of each block-table row); the shared pages are
+ * read once. Three kernels on `stream`: the prefix pass, the suffix pass, their merge. */
+typedef struct attnc_cascade {
+  size_t struct_size; /* sizeof(attnc_cascade), set before attnc_cascade_init */
+  const void* query;  /* [num_tokens, Hq, D] */
+  const void* key_cache;
+  const void* value_cache;
+  void* output; /* [num_tokens, Hq, Dv] */
+  long long q_row_stride, q_head_stride;
+  long long o_row_stride, o_head_stride;
+  long long k_row_stride, k_head_stride, k_block_stride; /* required */
+  long long v_row_stride, v_head_stride, v_block_stride;
+  int page_size, num_blocks;
+  int num_tokens, num_reqs;
+  const int* cu_query_lens;        /* [num_reqs + 1] */
+  int max_query_len;               /* host */
+  const int* cu_prefix_query_lens; /* [2] = {0, num_tokens} */
+  const int* prefix_kv_lens;       /* [1] = {common_prefix_len} */
+  const int* suffix_kv_lens;       /* [num_reqs] = seq_lens - common_prefix_len */
+  int common_prefix_len;           /* host; a positive multiple of page_size */
+  int max_kv_len;                  /* host, optional (0: unknown) */
+  const int* block_table;          /* [num_reqs, block_table_stride] */
+  long long block_table_stride;
+  int max_blocks_per_seq;
+  float softmax_scale; /* 0: 1/sqrt(head_dim) */
+  float softcap;       /* < 0: the spec's */
+  const float* sinks;  /* [Hq] when the spec has sinks */
+  void* workspace;     /* NULL: the handle's reserved workspace (attnc_attention_cascade_workspace_needed) */
+  size_t workspace_bytes;
+  /* Optional host copies, checked before launch. */
+  const int* host_cu_query_lens;
+  const int* host_suffix_kv_lens;
+  const int* host_block_table;
+} attnc_cascade;
+
+ATTNC_API int attnc_merge_init(attnc_merge* merge);
+ATTNC_API int attnc_cache_write_init(attnc_cache_write* write);
+ATTNC_API int attnc_cascade_init(attnc_cascade* cascade);
+
+ATTNC_API int attnc_attention_merge(attnc_attention* attention, const attnc_merge* merge, void* stream);
+ATTNC_API int attnc_attention_cache_write(attnc_attention* attention, const attnc_cache_write* write, void* stream);
+/* Refused for specs with ALiBi or a sliding window (ATTNC_ERR_BAD_CALL). */
+ATTNC_API int attnc_attention_cascade(attnc_attention* attention, const attnc_cascade* cascade, void* stream);
+/* Bytes of workspace a cascade call of num_tokens needs (no GPU needed). */
+ATTNC_API int attnc_attention_cascade_workspace_needed(attnc_attention* attention, int num_tokens, size_t* bytes);
 
 #ifdef __cplusplus
 }

@@ -27,8 +27,8 @@ DECODE = [(64, 8192), (16, 32768), (128, 2048)]
 DECODE_D = 128
 
 
-def spec_yaml(name, head_dim, causal, kernel, page_size, families=None):
-    return "\n".join([
+def spec_yaml(name, head_dim, causal, kernel, page_size, tuning=None):
+    return "\n".join(([f"tuning: {tuning}"] if tuning else []) + [
         "version: 1",
         f"name: {name}",
         f"head_dim: {head_dim}",
@@ -38,10 +38,11 @@ def spec_yaml(name, head_dim, causal, kernel, page_size, families=None):
         f"kv_cache: {{dtype: same, layout: NHD, page_size: {page_size}}}",
         f"mask: {'causal' if causal else 'none'}",
         f"kernels: [{kernel}]",
-    ] + ([f"tuning: {{families: [{', '.join(families)}]}}"] if families else []) + [""])
+        "",
+    ])
 
 
-def write_specs(workdir, page_size):
+def write_specs(workdir, page_size, only=None, decode_tuning=None):
     """The bench's specs and the one shape each is tuned and measured on."""
     os.makedirs(workdir, exist_ok=True)
     specs = []
@@ -51,14 +52,17 @@ def write_specs(workdir, page_size):
                           shapes=[dict(kind="prefill", batch=b, seqlen_q=PREFILL_S, seqlen_k=PREFILL_S)]))
     specs.append(dict(name="bench-decode-d128", kind="decode", D=DECODE_D, causal=False,
                       shapes=[dict(kind="decode", batch=b, seqlen_q=1, seqlen_k=l) for b, l in DECODE]))
+    specs = [s for s in specs if not only or s["kind"] == only]
     for s in specs:
         s["path"] = os.path.join(workdir, s["name"] + ".yaml")
         with open(s["path"], "w") as f:
-            f.write(spec_yaml(s["name"], s["D"], s["causal"], s["kind"], page_size))
+            f.write(spec_yaml(s["name"], s["D"], s["causal"], s["kind"], page_size,
+                              decode_tuning if s["kind"] == "decode" else None))
         if s["kind"] == "prefill":  # the same layer held to prefill_sm80 (its heuristic): one column per family
             s["sm80_path"] = os.path.join(workdir, s["name"] + "-sm80.yaml")
             with open(s["sm80_path"], "w") as f:
-                f.write(spec_yaml(s["name"] + "-sm80", s["D"], s["causal"], s["kind"], page_size, ["prefill_sm80"]))
+                f.write(spec_yaml(s["name"] + "-sm80", s["D"], s["causal"], s["kind"], page_size,
+                                  "{families: [prefill_sm80]}"))
         s["shapes_path"] = os.path.join(workdir, s["name"] + ".shapes.yaml")
         with open(s["shapes_path"], "w") as f:
             for sh in s["shapes"]:
@@ -117,9 +121,10 @@ def prefill_rows(spec, db, flex, block_mask_fn):
     with sdpa_kernel([SDPBackend.CUDNN_ATTENTION]):
         ref = F.scaled_dot_product_attention(q, kr, vr, is_causal=causal)
     ref = ref.transpose(1, 2).reshape(B * S, HQ, D)
-    for label, path, tuned in (("attnc_tuned", spec["path"], True), ("attnc_heuristic", spec["path"], False),
-                               ("attnc_sm80", spec["sm80_path"], False)):
-        a = attnc.Attention(path, db=db, use_tuning=tuned)
+    runs = (("attnc_tuned", spec["path"], True), ("attnc_heuristic", spec["path"], False)) if db else \
+        (("attnc_heuristic", spec["path"], False),)
+    for label, path, tuned in runs + (("attnc_sm80", spec["sm80_path"], False),):
+        a = attnc.Attention(path, db=db or "none", use_tuning=tuned)
         o = torch.empty_like(qa)
         fn = lambda: a.prefill(qa, ka, va, cu, cu, S, S, out=o, stream=stream())
         row[label] = tf(bench_ms(fn))
@@ -155,8 +160,10 @@ def paged_cache(k, page_size, num_blocks_extra=64):
 def decode_rows(spec, db, page_size, flex):
     rows = []
     D = spec["D"]
-    a_t = attnc.Attention(spec["path"], db=db, use_tuning=True)
-    a_h = attnc.Attention(spec["path"], db=db, use_tuning=False)
+    a_h = attnc.Attention(spec["path"], db=db or "none", use_tuning=False)
+    runs = [("attnc_heuristic", a_h)]
+    if db:
+        runs.insert(0, ("attnc_tuned", attnc.Attention(spec["path"], db=db, use_tuning=True)))
     for B, L in DECODE:
         torch.manual_seed(0)
         q = torch.randn(B, HQ, 1, D, dtype=torch.bfloat16, device="cuda")
@@ -172,7 +179,7 @@ def decode_rows(spec, db, page_size, flex):
         vc[bt.flatten().long()] = v.transpose(1, 2).reshape(-1, page_size, HKV, D)
         qa = q.reshape(B, HQ, D).contiguous()
         used = torch.full((B,), L, dtype=torch.int32, device="cuda")
-        for label, a in (("attnc_tuned", a_t), ("attnc_heuristic", a_h)):
+        for label, a in runs:
             a.reserve(B, L)
             o = torch.empty_like(qa)
             fn = lambda: a.decode(qa, kc, vc, bt, used, L, out=o, stream=stream())
@@ -246,7 +253,8 @@ def markdown(rows, jit, env):
                      f"| {ratio(r.get('attnc_tuned'), r.get('cudnn'))} "
                      f"| {ratio(r.get('attnc_heuristic'), r.get('cudnn'))} "
                      f"| {ratio(r.get('attnc_tuned'), r.get('attnc_heuristic'))} |")
-    lines += ["", "| JIT | seconds |", "|---|---|"] + [f"| {j['what']} | {j['seconds']:.3f} |" for j in jit]
+    if jit:
+        lines += ["", "| JIT | seconds |", "|---|---|"] + [f"| {j['what']} | {j['seconds']:.3f} |" for j in jit]
     return "\n".join(lines) + "\n"
 
 
@@ -258,29 +266,32 @@ def main():
     ap.add_argument("--out", default=os.environ.get("OUT", "."), help="bench.json and bench.md go here")
     ap.add_argument("--page-size", type=int, default=16)
     ap.add_argument("--write-specs", action="store_true", help="only write the specs and shapes, print their paths")
-    ap.add_argument("--prefill-only", action="store_true", help="leave out the decode rows")
+    ap.add_argument("--only", choices=["prefill", "decode"], help="one kind of rows, without the JIT figures")
+    ap.add_argument("--no-flex", action="store_true", help="leave FlexAttention out (its compiles take minutes)")
+    ap.add_argument("--decode-tuning", help="the decode spec's `tuning:` map, e.g. '{warps: [4, 8]}'")
     args = ap.parse_args()
     if args.write_specs:
-        for s in write_specs(args.workdir, args.page_size):
+        for s in write_specs(args.workdir, args.page_size, args.only, args.decode_tuning):
             print(s["path"], s["shapes_path"])
         return
-    if not args.attnc or not args.db:
-        ap.error("--attnc and --db are required to run the bench (only --write-specs goes without)")
-    specs = write_specs(args.workdir, args.page_size)
+    if not args.only and (not args.attnc or not args.db):
+        ap.error("--attnc and --db are required to run the bench (only --write-specs and --only go without; "
+                 "without --db there is no tuned column)")
+    specs = write_specs(args.workdir, args.page_size, args.only, args.decode_tuning)
     dev = torch.cuda.get_device_properties(0)
     env = dict(name=dev.name, sms=dev.multi_processor_count, torch=torch.__version__,
                cudnn=torch.backends.cudnn.version(), attnc=attnc.version())
     print(env, flush=True)
-    flex, block_mask_fn = flex_fn()
+    flex, block_mask_fn = (None, None) if args.no_flex else flex_fn()
     rows = []
     for s in specs:
         if s["kind"] == "prefill":
             rows.append(prefill_rows(s, args.db, flex, block_mask_fn))
             print(json.dumps(rows[-1]), flush=True)
-        elif not args.prefill_only:
+        else:
             rows += decode_rows(s, args.db, args.page_size, flex)
         torch.cuda.empty_cache()
-    jit = jit_rows(args.attnc, args.workdir)
+    jit = [] if args.only else jit_rows(args.attnc, args.workdir)
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "bench.json"), "w") as f:
         json.dump(dict(env=env, rows=rows, jit=jit), f, indent=1)

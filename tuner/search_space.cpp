@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "attnc/params/split_combine_shape.h"
+#include "generator/plan/plan_attention.h"
 #include "generator/plan/plan_prefill_sm90.h"
 
 namespace attnc {
@@ -22,63 +23,80 @@ bool allowed_family(const Spec& s, const std::string& family) {
 
 int round_up(int v, int m) { return (v + m - 1) / m * m; }
 
+// The axes of one family; a spec's `tuning:` lists narrow them. block_m is 16 * warps in the sm80
+// families (so a block_m list narrows warps) and 16 in decode_bw (a list without 16 drops it).
+std::vector<Config> family_space(const Spec& s, KernelKind kind, const Config& base, const std::string& family) {
+  const bool decode = kind == KernelKind::decode, bw = family == "decode_bw";
+  std::vector<int> warps = narrow(decode && !bw ? std::vector<int>{1, 2, 4} : std::vector<int>{2, 4, 8}, s.tuning.warps);
+  if (!s.tuning.block_m.empty()) {
+    std::vector<int> w;
+    if (bw) {
+      if (std::count(s.tuning.block_m.begin(), s.tuning.block_m.end(), 16)) w = warps;
+    } else {
+      for (int m : s.tuning.block_m)
+        if (m % 16 == 0 && (s.tuning.warps.empty() || std::count(warps.begin(), warps.end(), m / 16)))
+          w.push_back(m / 16);
+    }
+    warps = w;
+  }
+  const std::vector<int> block_n = narrow(bw ? std::vector<int>{16, 32, 64} : std::vector<int>{32, 64, 128}, s.tuning.block_n);
+  const std::vector<int> stages = narrow(decode ? std::vector<int>{2, 3, 4} : std::vector<int>{2, 3}, s.tuning.stages);
+  std::vector<Config> out;
+  for (int w : warps)
+    for (int n : block_n)
+      for (int st : stages) {
+        Config c = base;
+        c.family = family;
+        c.warps = w;
+        c.block_m = bw ? 16 : 16 * w;
+        c.block_n = n;
+        c.stages = st;
+        out.push_back(c);
+      }
+  return out;
+}
+
+// prefill_sm90's axes where its planner takes the spec: 2 or 3 consumer warpgroups, block_n, and
+// the default tile again with 3 stages and without ping-pong (the planner and pruning drop what
+// cannot fit).
+std::vector<Config> sm90_space(const Spec& s, KernelKind kind, const std::string& arch) {
+  std::vector<Config> out;
+  if (!prefill_sm90_refusal(s, kind, arch).empty()) return out;
+  const Config d = default_prefill_sm90_config(s);
+  for (int m : narrow({128, 192}, s.tuning.block_m))
+    for (int n : narrow({64, 96, 128, 176}, s.tuning.block_n))
+      for (int st : narrow({2}, s.tuning.stages)) {
+        Config c = d;
+        c.block_m = m;
+        c.warps = m / 16 + 4;
+        c.block_n = n;
+        c.stages = st;
+        out.push_back(c);
+      }
+  if (s.tuning.block_m.empty() && s.tuning.block_n.empty() && s.tuning.stages.empty()) {
+    Config c = d;
+    c.pingpong = false;
+    out.push_back(c);
+    c = d;
+    c.stages = 3;
+    out.push_back(c);
+  }
+  return out;
+}
+
 }  // namespace
 
 std::vector<Config> config_space(const Spec& s, KernelKind kind, const std::string& arch) {
   const Config base = default_config(s, kind, arch);
   std::vector<Config> out{base};
-  auto add = [&](const Config& c) {
-    if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
-  };
-  const bool decode = kind == KernelKind::decode;
-  // The mma.sync families: prefill_sm80 or decode_split.
-  const std::string classic = decode ? "decode_split" : "prefill_sm80";
-  if (allowed_family(s, classic)) {
-    std::vector<int> warps = narrow(decode ? std::vector<int>{1, 2, 4} : std::vector<int>{2, 4, 8}, s.tuning.warps);
-    if (!s.tuning.block_m.empty()) {  // block_m = 16 * warps in both families
-      std::vector<int> w;
-      for (int m : s.tuning.block_m)
-        if (m % 16 == 0 && (s.tuning.warps.empty() || std::count(warps.begin(), warps.end(), m / 16)))
-          w.push_back(m / 16);
-      warps = w;
-    }
-    const std::vector<int> block_n = narrow({32, 64, 128}, s.tuning.block_n);
-    const std::vector<int> stages =
-        narrow(decode ? std::vector<int>{2, 3, 4} : std::vector<int>{2, 3}, s.tuning.stages);
-    for (int w : warps)
-      for (int n : block_n)
-        for (int st : stages) {
-          Config c;
-          c.family = classic;
-          c.warps = w;
-          c.block_m = 16 * w;
-          c.block_n = n;
-          c.stages = st;
-          add(c);
-        }
-  }
-  // prefill_sm90 where the planner takes it: 2 or 3 consumer warpgroups, block_n, and the default
-  // tile again with 3 stages and without ping-pong (the planner and pruning drop what cannot fit).
-  if (kind == KernelKind::prefill && allowed_family(s, kPrefillSm90) && prefill_sm90_refusal(s, kind, arch).empty()) {
-    const Config d = default_prefill_sm90_config(s);
-    for (int m : narrow({128, 192}, s.tuning.block_m))
-      for (int n : narrow({64, 96, 128, 176}, s.tuning.block_n))
-        for (int st : narrow({2}, s.tuning.stages)) {
-          Config c = d;
-          c.block_m = m;
-          c.warps = m / 16 + 4;
-          c.block_n = n;
-          c.stages = st;
-          add(c);
-        }
-    if (s.tuning.block_m.empty() && s.tuning.block_n.empty() && s.tuning.stages.empty()) {
-      Config c = d;
-      c.pingpong = false;
-      add(c);
-      c = d;
-      c.stages = 3;
-      add(c);
-    }
+  std::vector<std::string> families = attention_families(kind);  // the baseline's family first
+  std::stable_partition(families.begin(), families.end(), [&](const std::string& f) { return f == base.family; });
+  for (const std::string& family : families) {
+    if (!allowed_family(s, family)) continue;
+    const std::vector<Config> space =
+        family == kPrefillSm90 ? sm90_space(s, kind, arch) : family_space(s, kind, base, family);
+    for (const Config& c : space)
+      if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
   }
   return out;
 }

@@ -12,14 +12,16 @@
 
 namespace attnc {
 
-// Compiled configs to try, the default config (the heuristic baseline) first, no repeats.
+// Compiled configs to try, the default config (the heuristic baseline) first, then its family's
+// space, then the kind's other families' (decode: decode_bw and decode_split), no repeats.
 // prefill_sm80: warps {2,4,8} (block_m = 16 * warps), block_n {32,64,128}, stages {2,3}.
 // decode_split: warps {1,2,4}, block_n {32,64,128}, stages {2,3,4}.
-// prefill_sm90 (prefill on sm_90a, where its planner takes the spec): block_m {128,192} (warps
-// block_m / 16 + 4), block_n {64,96,128,176}, stages {2}; its default tile also with 3 stages
-// and without ping-pong. The family is a knob like the others: prefill tries both.
-// A spec's `tuning:` lists narrow each axis (block_m narrows warps through block_m = 16 * warps)
-// and `families` the families.
+// decode_bw: warps {2,4,8} (block_m 16), block_n {16,32,64}, stages {2,3,4}.
+// prefill_sm90 (where its planner takes the spec: sm_90a, contiguous prefill): block_m {128,192}
+// (warps block_m / 16 + 4), block_n {64,96,128,176}, stages {2}; its default tile also with 3
+// stages and without ping-pong.
+// A spec's `tuning:` lists narrow each axis (block_m narrows warps through block_m = 16 * warps;
+// decode_bw needs 16 in it) and `families` the families.
 std::vector<Config> config_space(const Spec&, KernelKind, const std::string& arch);
 
 // Registers per thread the attention main loop needs, roughly: the fp32 O accumulator (Dv / 2),

@@ -65,10 +65,11 @@ KernelPlan plan_kernel(const Spec& s, KernelKind kind, const Config& c, const st
   return is_op_kind(kind) ? plan_op_kernel(s, kind, c, arch) : plan_attention_kernel(s, kind, c, arch);
 }
 
-void check_key_tiles(const Config& c, int smem_bytes, const ArchInfo& arch) {
+void check_key_tiles(const Config& c, int smem_bytes, const ArchInfo& arch, int max_stages) {
   if (c.block_n < 16 || c.block_n > 256 || c.block_n % 16 != 0)
     throw BadConfig("block_n " + std::to_string(c.block_n) + "; allowed: a multiple of 16 in 16..256");
-  if (c.stages < 2 || c.stages > 4) throw BadConfig("stages " + std::to_string(c.stages) + "; allowed: 2..4");
+  if (c.stages < 2 || c.stages > max_stages)
+    throw BadConfig("stages " + std::to_string(c.stages) + "; allowed: 2.." + std::to_string(max_stages));
   if (smem_bytes > arch.max_smem_per_block)
     throw BadConfig(c.short_name() + " needs " + std::to_string(smem_bytes) + " bytes of shared memory; " + arch.name +
                     " allows " + std::to_string(arch.max_smem_per_block));

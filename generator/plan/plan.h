@@ -82,7 +82,7 @@ KernelPlan plan_kernel(const Spec&, KernelKind, const Config&, const std::string
 KernelPlan base_plan(const Spec&, KernelKind, const Config&, const std::string& arch);
 
 // The checks the attention families share (BadConfig): block_n a multiple of 16 in 16..256,
-// stages 2..4, and `smem_bytes` within the arch's per-block limit.
-void check_key_tiles(const Config&, int smem_bytes, const ArchInfo& arch);
+// stages 2..max_stages, and `smem_bytes` within the arch's per-block limit.
+void check_key_tiles(const Config&, int smem_bytes, const ArchInfo& arch, int max_stages);
 
 }  // namespace attnc

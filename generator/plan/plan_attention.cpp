@@ -1,6 +1,7 @@
 #include "generator/plan/plan_attention.h"
 
 #include <algorithm>
+#include <vector>
 
 #include "generator/plan/plan_prefill_sm90.h"
 #include "generator/spec/spec_parse.h"
@@ -9,14 +10,21 @@ namespace attnc {
 namespace {
 
 bool is_attention_family(const std::string& f) {
-  return f == "prefill_sm80" || f == "decode_split" || f == kPrefillSm90;
+  return f == "prefill_sm80" || f == "decode_split" || f == "decode_bw" || f == kPrefillSm90;
 }
 
-const char* family_for(KernelKind kind) { return kind == KernelKind::decode ? "decode_split" : "prefill_sm80"; }
+std::string family_list(KernelKind kind) {
+  std::string out;
+  for (const std::string& f : attention_families(kind)) out += (out.empty() ? "" : ", ") + f;
+  return out;
+}
 
 // The families that make a kind. prefill_sm90 is planned for every kind: its planner refuses what
-// it cannot make with the reason (NotSupportedYet), e.g. paged prefill.
-bool makes(const std::string& family, KernelKind kind) { return family == family_for(kind) || family == kPrefillSm90; }
+// it cannot make with the reason (NotSupportedYet), e.g. paged prefill or decode.
+bool makes(const std::string& family, KernelKind kind) {
+  const std::vector<std::string> fs = attention_families(kind);
+  return family == kPrefillSm90 || std::find(fs.begin(), fs.end(), family) != fs.end();
+}
 
 // What the attention templates cannot express yet; each line names the feature.
 void check_supported(const Spec& s, KernelKind kind) {
@@ -33,17 +41,36 @@ void check_supported(const Spec& s, KernelKind kind) {
       throw NotSupportedYet("head dim " + std::to_string(d) + " (supported: multiples of 8 up to 256)");
 }
 
+// What decode_bw cannot do yet that decode_split does.
+void check_decode_bw(const Spec& s) {
+  if (s.head_dim_v > 192)
+    throw NotSupportedYet("decode_bw with head_dim_v " + std::to_string(s.head_dim_v) +
+                          " (each thread's fp32 O accumulator is Dv / 2 registers and the loop spills past 192; "
+                          "decode_split serves it)");
+}
+
+// Shared memory as the templates lay it out: attention_sm80.cuh (Q, then STAGES K and V tiles), or
+// decode_bw.cuh (Q, then STAGES K and V tiles per warp, which the warps' merge overlays; then
+// the warps' row maxima and sums).
 int smem_bytes(const Spec& s, const Config& c) {
   const int dq = padded_head_dim(s.head_dim), dv = padded_head_dim(s.head_dim_v);
-  return 2 * (c.block_m * std::max(dq, dv) + c.stages * c.block_n * (dq + dv));
+  if (c.family != "decode_bw") return 2 * (c.block_m * std::max(dq, dv) + c.stages * c.block_n * (dq + dv));
+  const int pipeline = 2 * (16 * std::max(dq, dv) + c.warps * c.stages * c.block_n * (dq + dv));
+  return pipeline + 4 * 2 * c.warps * 16;  // then each warp's row max and sum
 }
 
 void check_config(const Spec& s, const Config& c, const ArchInfo& arch) {
-  if (c.warps < 1 || c.warps > 16) throw BadConfig("warps " + std::to_string(c.warps) + "; allowed: 1..16");
-  if (c.block_m != 16 * c.warps)
+  const bool bw = c.family == "decode_bw";
+  const int max_warps = bw ? 8 : 16, max_stages = bw ? 8 : 4;
+  if (c.warps < 1 || c.warps > max_warps)
+    throw BadConfig("warps " + std::to_string(c.warps) + "; allowed: 1.." + std::to_string(max_warps));
+  if (bw && c.block_m != 16)
+    throw BadConfig("block_m " + std::to_string(c.block_m) +
+                    "; decode_bw blocks hold 16 rows (its warps split the keys), so block_m must be 16");
+  if (!bw && c.block_m != 16 * c.warps)
     throw BadConfig("block_m " + std::to_string(c.block_m) + " with " + std::to_string(c.warps) + " warps; " +
                     c.family + " gives each warp 16 rows, so block_m must be " + std::to_string(16 * c.warps));
-  check_key_tiles(c, smem_bytes(s, c), arch);
+  check_key_tiles(c, smem_bytes(s, c), arch, max_stages);
 }
 
 // Canonical mask code, so specs that compute the same mask share a kernel: a window (-1, 0) is
@@ -60,16 +87,52 @@ MaskKind compiled_mask(const MaskSpec& m) {
 
 int padded_head_dim(int d) { return (d + 63) / 64 * 64; }
 
+std::vector<std::string> attention_families(KernelKind kind) {
+  if (kind == KernelKind::decode) return {"decode_bw", "decode_split"};
+  return {kPrefillSm90, "prefill_sm80"};  // prefill_sm90's planner refuses paged prefill with its reason
+}
+
+// decode_bw where it was measured (sm_90): 4 warps on separate keys, 16-key tiles, 3 stages (two
+// blocks per SM at d128, 8 KB per warp tile in flight twice; docs/kernels-decode.md). Fewer stages,
+// then fewer warps, until it fits the arch.
+Config default_decode_bw_config(const Spec& s, const ArchInfo& info) {
+  Config c;
+  c.family = "decode_bw";
+  c.block_m = 16;
+  c.block_n = 16;
+  c.warps = 4;
+  c.stages = 3;
+  while (smem_bytes(s, c) > info.max_smem_per_block && (c.stages > 2 || c.warps > 1)) {
+    if (c.stages > 2) --c.stages;
+    else c.warps /= 2;
+  }
+  return c;
+}
+
 Config default_attention_config(const Spec& s, KernelKind kind, const std::string& arch) {
-  // On sm_90a prefill runs on prefill_sm90 wherever its planner takes the spec (and the spec's
-  // tuning.families allows it); the rest stays on the mma.sync families.
+  // On sm_90 decode is decode_bw where it plans (its default shrinks until it fits); where it refuses
+  // the spec (check_decode_bw), decode_split serves it, or refuses it with the common reason.
+  if (kind == KernelKind::decode && arch_info(arch).major == 9) {
+    const Config bw = default_family_config(s, kind, arch, "decode_bw");
+    try {
+      plan_attention_kernel(s, kind, bw, arch);
+      return bw;
+    } catch (const NotSupportedYet&) {
+    }
+  }
+  // On sm_90a prefill is prefill_sm90 wherever its planner takes the spec and the spec's
+  // tuning.families allows it.
   const auto& families = s.tuning.families;
-  const bool sm90_allowed = families.empty() || std::find(families.begin(), families.end(), kPrefillSm90) != families.end();
-  if (sm90_allowed && prefill_sm90_refusal(s, kind, arch).empty()) return default_prefill_sm90_config(s);
-  return default_family_config(s, kind, arch, family_for(kind));
+  const bool sm90_allowed =
+      families.empty() || std::find(families.begin(), families.end(), kPrefillSm90) != families.end();
+  if (kind != KernelKind::decode && sm90_allowed && prefill_sm90_refusal(s, kind, arch).empty())
+    return default_prefill_sm90_config(s);
+  return default_family_config(s, kind, arch, attention_families(kind).back());
 }
 
 Config default_family_config(const Spec& s, KernelKind kind, const std::string& arch, const std::string& family) {
+  const ArchInfo info = arch_info(arch);
+  if (family == "decode_bw") return default_decode_bw_config(s, info);
   if (family == kPrefillSm90) return default_prefill_sm90_config(s);
   Config c;
   c.family = family;
@@ -80,7 +143,6 @@ Config default_family_config(const Spec& s, KernelKind kind, const std::string& 
   else { c.block_m = 64; c.warps = 4; c.block_n = 32; }  // d256: BN 64 spills (O alone is 128 registers)
   c.stages = 2;
   // Shrink the K/V tile until it fits the arch (sm_86/89 have 99 KiB).
-  const ArchInfo info = arch_info(arch);
   while (c.block_n > 16 && smem_bytes(s, c) > info.max_smem_per_block) c.block_n /= 2;
   return c;
 }
@@ -89,11 +151,12 @@ KernelPlan plan_attention_kernel(const Spec& s, KernelKind kind, const Config& c
   const ArchInfo info = arch_info(arch);
   if (!is_attention_family(c.family))
     throw NotSupportedYet("family '" + c.family + "' for " + to_string(kind) + " kernels (available: " +
-                          family_for(kind) + ")");
+                          family_list(kind) + ")");
   if (!makes(c.family, kind))
     throw BadConfig("family '" + c.family + "' does not make " + to_string(kind) + " kernels; use " +
-                    family_for(kind));
+                    family_list(kind));
   check_supported(s, kind);
+  if (c.family == "decode_bw") check_decode_bw(s);
   const bool sm90 = c.family == kPrefillSm90;
   if (!sm90) check_config(s, c, info);
 

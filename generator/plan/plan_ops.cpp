@@ -48,7 +48,7 @@ KernelPlan plan_op_kernel(const Spec& s, KernelKind kind, const Config& c, const
   const ArchInfo info = arch_info(arch);
   if (c.family != family_for(kind)) {
     if (c.family == "merge_states" || c.family == "cache_write" || c.family == "prefill_sm80" ||
-        c.family == "decode_split")
+        c.family == "decode_split" || c.family == "decode_bw")
       throw BadConfig("family '" + c.family + "' does not make " + to_string(kind) + " kernels; use " +
                       family_for(kind));
     throw NotSupportedYet("family '" + c.family + "' for " + to_string(kind) + " kernels (available: " +

@@ -15,7 +15,7 @@ void check_config(const Spec& s, const Config& c, const ArchInfo& arch) {
     throw BadConfig("warps " + std::to_string(c.warps) + " with block_m " + std::to_string(c.block_m) +
                     "; prefill_sm90 runs block_m / 16 consumer warps and a producer warpgroup, so warps must be " +
                     std::to_string(c.block_m / 16 + 4));
-  check_key_tiles(c, prefill_sm90_smem_bytes(s, c), arch);
+  check_key_tiles(c, prefill_sm90_smem_bytes(s, c), arch, 4);
 }
 
 }  // namespace

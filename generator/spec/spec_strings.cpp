@@ -16,7 +16,7 @@ constexpr std::array<const char*, 3> kLseLayout = {"none", "head_major", "token_
 constexpr std::array<const char*, 2> kLseBase = {"e", "2"};
 constexpr std::array<const char*, 4> kQuant = {"none", "int8_qkv", "int8_qk", "fp8"};
 constexpr std::array<const char*, 4> kKernels = {"prefill", "decode", "merge", "cache_write"};
-constexpr std::array<const char*, 3> kFamilies = {"prefill_sm80", "prefill_sm90", "decode_split"};
+constexpr std::array<const char*, 4> kFamilies = {"prefill_sm80", "prefill_sm90", "decode_split", "decode_bw"};
 
 template <class E, std::size_t N>
 const char* name_of(const std::array<const char*, N>& names, E e) {

@@ -33,7 +33,7 @@ void check_dim(const FieldMap& f, const Err& err, const char* path, int d) {
     err({path}, path, cat(d, " is out of range; allowed: ", kDimRange));
 }
 
-// MLA: the prefill is MHA with QK dim nope + rope and V dim v_head_dim (attention-semantics.md
+// MLA: the prefill is MHA with QK dim nope + rope and V dim v_head_dim (docs/attention-semantics.md
 // §7.3); head_dim and head_dim_v, when written, must agree.
 void resolve_mla(Spec& s, const FieldMap& f, const Err& err) {
   const MlaSpec& m = s.mla;
@@ -65,7 +65,7 @@ void resolve_heads(Spec& s, const FieldMap& f, const Err& err) {
       err({"num_kv_heads"}, "num_kv_heads",
           cat(s.num_kv_heads, " differs from num_q_heads (", s.num_q_heads,
               "); MLA prefill is multi-head attention over up-projected K/V "
-              "(attention-semantics.md "
+              "(docs/attention-semantics.md "
               "§1.10, §7.3); allowed: ",
               s.num_q_heads, " or leave num_kv_heads out"));
     s.num_kv_heads = s.num_q_heads;
@@ -83,7 +83,7 @@ void resolve_heads(Spec& s, const FieldMap& f, const Err& err) {
   } else if (f.ok("num_kv_heads") && f.ok("num_q_heads") && s.num_q_heads % s.num_kv_heads != 0) {
     err({"num_kv_heads"}, "num_kv_heads",
         cat(s.num_kv_heads, " does not divide num_q_heads (", s.num_q_heads,
-            "): each KV head serves a whole group of query heads (attention-semantics.md §1.10); "
+            "): each KV head serves a whole group of query heads (docs/attention-semantics.md §1.10); "
             "allowed: ",
             divisors_of(s.num_q_heads)));
   }
@@ -96,24 +96,24 @@ void check_quant(const Spec& s, const FieldMap& f, const Err& err) {
     if (is_int8(q) && kv != KvDType::int8)
       err({"quant", "kv_cache.dtype", "kv_cache"}, "quant",
           cat(to_string(q), " stores K", q == QuantMode::int8_qk ? "" : " and V",
-              " in the cache as int8 with scales (attention-semantics.md §5.2), ",
+              " in the cache as int8 with scales (docs/attention-semantics.md §5.2), ",
               "but kv_cache.dtype is ", to_string(kv),
               "; allowed: kv_cache.dtype: int8 with quant ", to_string(q)));
     else if (kv == KvDType::int8 && !is_int8(q))
       err({"kv_cache.dtype", "quant"}, "kv_cache.dtype",
-          cat("int8 needs the scales of an int8 quant mode (attention-semantics.md §5.2), ",
+          cat("int8 needs the scales of an int8 quant mode (docs/attention-semantics.md §5.2), ",
               "but quant is ", to_string(q),
               "; allowed: quant: int8_qkv or int8_qk with an int8 cache"));
     if (q == QuantMode::fp8 && !is_fp8(kv))
       err({"quant", "kv_cache.dtype", "kv_cache"}, "quant",
-          cat("fp8 reads an fp8 KV cache with descales (attention-semantics.md §5.1), ",
+          cat("fp8 reads an fp8 KV cache with descales (docs/attention-semantics.md §5.1), ",
               "but kv_cache.dtype is ", to_string(kv),
               "; allowed: kv_cache.dtype fp8_e4m3 or fp8_e5m2"));
   }
   if (is_int8(q) && s.sinks && f.ok("quant") && f.ok("sinks"))
     err({"sinks", "quant"}, "sinks",
         cat("not supported with quant: ", to_string(q),
-            "; the int8 attention paths carry no sinks (attention-semantics.md §1.7, §5.2); ",
+            "; the int8 attention paths carry no sinks (docs/attention-semantics.md §1.7, §5.2); ",
             "allowed: sinks: false with an int8 quant mode"));
 }
 
@@ -124,23 +124,23 @@ void check_mla(const Spec& s, const FieldMap& f, const Err& err) {
         cat(to_string(s.alibi),
             " cannot combine with mla: MLA encodes positions in its decoupled "
             "RoPE part and its absorbed decode has no per-position bias "
-            "(attention-semantics.md §7.3); allowed: alibi: none with mla"));
+            "(docs/attention-semantics.md §7.3); allowed: alibi: none with mla"));
   if (is_int8(s.quant) && f.ok("quant"))
     err({"quant"}, "quant",
         cat(to_string(s.quant),
             " cannot combine with mla: int8 modes scale K and V separately, but "
             "MLA decode reads V from the same latent cache entry as K "
-            "(attention-semantics.md §7.3); allowed: none or fp8 with mla"));
+            "(docs/attention-semantics.md §7.3); allowed: none or fp8 with mla"));
 }
 
-// Block-sparse (attention-semantics.md §7.4): causal only, no softcap/ALiBi/window; blocks cover
+// Block-sparse (docs/attention-semantics.md §7.4): causal only, no softcap/ALiBi/window; blocks cover
 // whole pages; the per-head pattern needs the rank's global head range and sliding step.
 void check_sparse(Spec& s, const FieldMap& f, const Err& err) {
   BlockSparseSpec& sp = s.sparse;
   if (!sp.enabled || !f.ok("block_sparse")) return;
   const char* why =
       "block-sparse attention is causal only, without softcap, ALiBi or a window "
-      "(attention-semantics.md §7.4)";
+      "(docs/attention-semantics.md §7.4)";
   if (f.ok("mask") && s.mask.kind != MaskKind::causal)
     err({"mask", "block_sparse"}, "mask",
         cat(to_string(s.mask.kind), " cannot combine with block_sparse: ", why,
@@ -185,7 +185,7 @@ void check_sparse(Spec& s, const FieldMap& f, const Err& err) {
       err({step, "block_sparse.active_heads"}, step,
           "cannot be derived: with active_heads this spec is one tensor-parallel rank, and the "
           "derived step max(1, vert_stride / total_heads) needs the model's total head count "
-          "(attention-semantics.md §7.4); allowed: a non-zero step, e.g. 1");
+          "(docs/attention-semantics.md §7.4); allowed: a non-zero step, e.g. 1");
   }
 }
 

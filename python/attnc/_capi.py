@@ -1,10 +1,19 @@
 """ctypes bindings of libattnc.so (include/attnc.h): structs, prototypes, and the library search.
 
-The library is found via $ATTNC_LIB (the .so, or a folder holding it), else next to this package,
-else in build/runtime/ and build-portable/runtime/ of the repository this package sits in.
+The library is found via $ATTNC_LIB (the .so, or a folder holding it), else inside this package
+(lib/libattnc.so, where the wheel puts it), else in build/runtime/ and build-portable/runtime/ of the
+repository this package sits in. NVRTC, which it links, is loaded first where the build says which
+one (_build_config.py, written by the wheel's CMake install; _nvrtc.py says where it looks).
 """
 import ctypes
 import os
+
+from . import _nvrtc
+
+try:
+    from . import _build_config
+except ImportError:  # a source checkout: the build tree's libattnc.so finds NVRTC through its RPATH
+    _build_config = None
 
 c_int, c_ll, c_float, c_size_t, c_char_p, c_void_p = (ctypes.c_int, ctypes.c_longlong, ctypes.c_float,
                                                       ctypes.c_size_t, ctypes.c_char_p, ctypes.c_void_p)
@@ -49,6 +58,44 @@ class Selection(ctypes.Structure):
                 ("stages", c_int)]
 
 
+class Merge(ctypes.Structure):
+    _fields_ = [("struct_size", c_size_t), ("output", c_void_p), ("prefix_output", c_void_p),
+                ("prefix_lse", c_void_p), ("suffix_output", c_void_p), ("suffix_lse", c_void_p),
+                ("output_lse", c_void_p), ("num_tokens", c_int), ("num_heads", c_int), ("head_size", c_int)] + [
+        (n, c_ll) for n in ("output_row_stride", "output_head_stride", "prefix_row_stride", "prefix_head_stride",
+                            "suffix_row_stride", "suffix_head_stride", "prefix_lse_token_stride",
+                            "prefix_lse_head_stride", "suffix_lse_token_stride", "suffix_lse_head_stride",
+                            "output_lse_token_stride", "output_lse_head_stride")] + [("lse_base", c_int)]
+
+
+class CacheWrite(ctypes.Structure):
+    _fields_ = [("struct_size", c_size_t), ("key", c_void_p), ("value", c_void_p), ("key_cache", c_void_p),
+                ("value_cache", c_void_p), ("slot_mapping", c_void_p), ("k_scale", c_void_p), ("v_scale", c_void_p),
+                ("per_head_scale", c_int), ("num_tokens", c_int), ("num_kv_heads", c_int), ("head_size", c_int),
+                ("key_row_stride", c_ll), ("key_head_stride", c_ll), ("value_row_stride", c_ll),
+                ("value_head_stride", c_ll), ("block_size", c_int), ("num_blocks", c_int)] + [
+        (n, c_ll) for n in ("key_cache_block_stride", "key_cache_page_stride", "key_cache_head_stride",
+                            "value_cache_block_stride", "value_cache_page_stride", "value_cache_head_stride")] + [
+        ("host_slot_mapping", c_void_p)]
+
+
+class Cascade(ctypes.Structure):
+    _fields_ = [("struct_size", c_size_t), ("query", c_void_p), ("key_cache", c_void_p), ("value_cache", c_void_p),
+                ("output", c_void_p)] + [
+        (n, c_ll) for n in ("q_row_stride", "q_head_stride", "o_row_stride", "o_head_stride", "k_row_stride",
+                            "k_head_stride", "k_block_stride", "v_row_stride", "v_head_stride", "v_block_stride")] + [
+        ("page_size", c_int), ("num_blocks", c_int), ("num_tokens", c_int), ("num_reqs", c_int),
+        ("cu_query_lens", c_void_p), ("max_query_len", c_int), ("cu_prefix_query_lens", c_void_p),
+        ("prefix_kv_lens", c_void_p), ("suffix_kv_lens", c_void_p), ("common_prefix_len", c_int),
+        ("max_kv_len", c_int), ("block_table", c_void_p), ("block_table_stride", c_ll),
+        ("max_blocks_per_seq", c_int), ("softmax_scale", c_float), ("softcap", c_float), ("sinks", c_void_p),
+        ("workspace", c_void_p), ("workspace_bytes", c_size_t), ("host_cu_query_lens", c_void_p),
+        ("host_suffix_kv_lens", c_void_p), ("host_block_table", c_void_p)]
+
+
+LSE_BASES = {None: 0, "e": 1, "2": 2}
+
+
 class AttncError(RuntimeError):
     """An attnc call failed; .code is the attnc_status, the message says what and why."""
 
@@ -63,6 +110,7 @@ def _candidates():
         yield os.path.join(env, "libattnc.so") if os.path.isdir(env) else env
         return
     here = os.path.dirname(os.path.abspath(__file__))
+    yield os.path.join(here, "lib", "libattnc.so")
     yield os.path.join(here, "libattnc.so")
     yield os.path.join(os.path.dirname(here), "libattnc.so")
     repo = os.path.dirname(os.path.dirname(here))
@@ -71,6 +119,16 @@ def _candidates():
 
 
 _lib = None
+_nvrtc_dir = None
+
+
+def nvrtc_dir():
+    """Loads the NVRTC this build links (once); returns its folder ('' when the loader found it by
+    itself or the build does not say which NVRTC it needs). Raises _nvrtc.NvrtcNotFound."""
+    global _nvrtc_dir
+    if _nvrtc_dir is None:
+        _nvrtc_dir = _nvrtc.load(_build_config.NVRTC_SONAME) if _build_config else ""
+    return _nvrtc_dir
 
 
 def lib():
@@ -82,6 +140,7 @@ def lib():
     for path in _candidates():
         tried.append(path)
         if os.path.exists(path):
+            nvrtc_dir()
             _lib = ctypes.CDLL(path)
             break
     else:
@@ -106,6 +165,15 @@ def lib():
         "attnc_attention_wait_background": (c_int, [H]),
         "attnc_attention_spec_json": (c_int, [H, ctypes.c_char_p, c_size_t]),
         "attnc_attention_warnings": (c_char_p, [H]),
+        "attnc_attention_workspace_needed_splits": (c_int, [H, c_int, c_int, c_int, c_int, c_int,
+                                                            ctypes.POINTER(c_size_t)]),
+        "attnc_merge_init": (c_int, [ctypes.POINTER(Merge)]),
+        "attnc_cache_write_init": (c_int, [ctypes.POINTER(CacheWrite)]),
+        "attnc_cascade_init": (c_int, [ctypes.POINTER(Cascade)]),
+        "attnc_attention_merge": (c_int, [H, ctypes.POINTER(Merge), c_void_p]),
+        "attnc_attention_cache_write": (c_int, [H, ctypes.POINTER(CacheWrite), c_void_p]),
+        "attnc_attention_cascade": (c_int, [H, ctypes.POINTER(Cascade), c_void_p]),
+        "attnc_attention_cascade_workspace_needed": (c_int, [H, c_int, ctypes.POINTER(c_size_t)]),
     }
     for name, (res, args) in proto.items():
         f = getattr(L, name)

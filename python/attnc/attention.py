@@ -3,7 +3,7 @@ import ctypes
 import json
 import os
 
-from . import _capi
+from . import _capi, _ops
 from ._capi import Call, Options, Selection, check, lib, new_struct
 from ._tensors import TORCH_DTYPES, arg, expect_dim, need, same_device
 
@@ -100,20 +100,39 @@ class Attention:
         """select() for the shape of the last prefill/decode call (None before any)."""
         return None if self._last is None else self.select(*self._last)
 
-    def reserve(self, batch=None, max_seqlen_k=None, max_seqlen_q=1, kind="decode", bytes=None):
-        """Sizes the split-KV workspace for every call up to this shape (or to `bytes`)."""
-        if bytes is not None:
-            check(lib().attnc_attention_reserve_bytes(self._h, int(bytes)))
-            return
-        need("reserve: batch", batch, "(or bytes=)")
-        need("reserve: max_seqlen_k", max_seqlen_k, "(or bytes=)")
-        check(lib().attnc_attention_reserve(self._h, self._kind(kind), int(batch), int(max_seqlen_q),
-                                            int(max_seqlen_k)))
+    def reserve(self, batch=None, max_seqlen_k=None, max_seqlen_q=1, kind="decode", bytes=None, max_num_splits=0):
+        """Sizes the split-KV workspace for every call up to this shape (or to `bytes`), with the
+        dispatcher's split count or any num_splits a call forces; max_num_splits > 0 covers forced
+        counts only up to it (less memory)."""
+        if bytes is None:
+            need("reserve: batch", batch, "(or bytes=)")
+            need("reserve: max_seqlen_k", max_seqlen_k, "(or bytes=)")
+            bytes = self.workspace_needed(batch, max_seqlen_k, max_seqlen_q, kind, max_num_splits)
+        check(lib().attnc_attention_reserve_bytes(self._h, int(bytes)))
 
-    def workspace_needed(self, batch, max_seqlen_k, max_seqlen_q=1, kind="decode"):
+    def workspace_needed(self, batch, max_seqlen_k, max_seqlen_q=1, kind="decode", max_num_splits=0):
         n = ctypes.c_size_t()
-        check(lib().attnc_attention_workspace_needed(self._h, self._kind(kind), int(batch), int(max_seqlen_q),
-                                                     int(max_seqlen_k), ctypes.byref(n)))
+        check(lib().attnc_attention_workspace_needed_splits(self._h, self._kind(kind), int(batch), int(max_seqlen_q),
+                                                            int(max_seqlen_k), int(max_num_splits),
+                                                            ctypes.byref(n)))
+        return n.value
+
+    # --- ops of the same layer (attnc/_ops.py)
+
+    def merge(self, output, prefix_output, prefix_lse, suffix_output, suffix_lse, output_lse=None, stream=None,
+              lse_base=None):
+        """vLLM's merge_attn_states into `output`; see attnc._ops.merge."""
+        return _ops.merge(self, output, prefix_output, prefix_lse, suffix_output, suffix_lse, output_lse, stream,
+                          lse_base)
+
+    def cache_write(self, key, value, key_cache, value_cache, slot_mapping, k_scale=None, v_scale=None, stream=None,
+                    check_slots=False):
+        """vLLM's reshape_and_cache_flash into the paged caches; see attnc._ops.cache_write."""
+        _ops.cache_write(self, key, value, key_cache, value_cache, slot_mapping, k_scale, v_scale, stream, check_slots)
+
+    def cascade_workspace_needed(self, num_tokens):
+        n = ctypes.c_size_t()
+        check(lib().attnc_attention_cascade_workspace_needed(self._h, int(num_tokens), ctypes.byref(n)))
         return n.value
 
     def prepare(self, kind, batch, max_seqlen_q, max_seqlen_k):

@@ -12,73 +12,19 @@
 #include "runtime/driver/cuda_driver.h"
 #include "runtime/dispatch/dispatcher.h"
 #include "runtime/compiler/nvrtc_compiler.h"
-
-struct attnc_attention {
-  std::unique_ptr<attnc::Attention> attention;
-};
+#include "runtime/capi/capi_support.h"
 
 namespace {
 
 using namespace attnc;
+using namespace attnc::capi;
 
-thread_local std::string t_error;
 thread_local std::string t_text;  // attnc_attention_warnings' result
 
 // The first version's sizes: a caller's struct_size below these is too old or unset.
 constexpr size_t kOptionsV1 = offsetof(attnc_options, device_driver_version) + sizeof(int);
 constexpr size_t kCallV1 = offsetof(attnc_call, workspace_bytes) + sizeof(size_t);
 constexpr size_t kSelectionV1 = offsetof(attnc_selection, stages) + sizeof(int);
-
-int fail(int code, std::string message) {
-  t_error = std::move(message);
-  return code;
-}
-
-// Maps the exception in flight to a status; call only inside a catch block.
-int fail_current() {
-  try {
-    throw;
-  } catch (const SpecError& e) {
-    return fail(ATTNC_ERR_SPEC, e.what());
-  } catch (const NotSupportedYet& e) {
-    return fail(ATTNC_ERR_NOT_SUPPORTED, e.what());
-  } catch (const BadCall& e) {
-    return fail(ATTNC_ERR_BAD_CALL, std::string("attention call: ") + e.what());
-  } catch (const JitDisabled& e) {
-    return fail(ATTNC_ERR_NO_JIT, e.what());
-  } catch (const DispatchError& e) {
-    return fail(ATTNC_ERR_DISPATCH, e.what());
-  } catch (const CompileError& e) {
-    return fail(ATTNC_ERR_COMPILE, e.what());
-  } catch (const DriverUnavailable& e) {
-    return fail(ATTNC_ERR_NO_GPU, e.what());
-  } catch (const CudaError& e) {
-    return fail(ATTNC_ERR_CUDA, e.what());
-  } catch (const std::invalid_argument& e) {  // BadConfig, bad arch, bad JSON
-    return fail(ATTNC_ERR_INVALID_ARGUMENT, e.what());
-  } catch (const std::exception& e) {
-    return fail(ATTNC_ERR_INTERNAL, e.what());
-  } catch (...) {
-    return fail(ATTNC_ERR_INTERNAL, "unknown error");
-  }
-}
-
-// has_init: the struct has a *_init, which needs struct_size set first.
-int check_size(const char* what, size_t got, size_t need, bool has_init = true) {
-  if (got >= need) return ATTNC_OK;
-  const std::string name = what;
-  return fail(ATTNC_ERR_INVALID_ARGUMENT, name + ".struct_size is " + std::to_string(got) + ", expected at least " +
-                                              std::to_string(need) + ": set it to sizeof(" + name + ")" +
-                                              (has_init ? " before " + name + "_init" : ""));
-}
-
-// A caller's struct holds struct_size bytes (its header's sizeof): fewer than the library's when
-// built against an older header, more against a newer one. The library reads and writes only the
-// bytes both know, so it never touches memory past the caller's struct.
-template <class T>
-size_t shared_bytes(const T& caller) {
-  return std::min(caller.struct_size, sizeof(T));
-}
 
 void default_options(attnc_options& o) {
   o = attnc_options{};
@@ -95,34 +41,6 @@ void default_call(attnc_call& c) {
   c.softcap = -1.f;
   c.window_left = c.window_right = -2;
   c.total_k = -1;
-}
-
-// `full` into the caller's struct (whose struct_size is checked): the bytes both know, struct_size
-// left as the caller's.
-template <class T>
-void write_struct(T full, T* out) {
-  full.struct_size = out->struct_size;
-  std::memcpy(out, &full, shared_bytes(*out));
-}
-
-// *_init: the defaults into the caller's struct.
-template <class T>
-int init_struct(const char* what, T* out, size_t v1, void (*defaults)(T&)) {
-  if (!out) return fail(ATTNC_ERR_INVALID_ARGUMENT, std::string(what) + " is NULL");
-  if (int rc = check_size(what, out->struct_size, v1)) return rc;
-  T full;
-  defaults(full);
-  write_struct(full, out);
-  return ATTNC_OK;
-}
-
-// The caller's struct as the library's: the defaults, overwritten by the bytes the caller has.
-template <class T>
-int read_struct(const char* what, const T& in, size_t v1, void (*defaults)(T&), T* out) {
-  if (int rc = check_size(what, in.struct_size, v1)) return rc;
-  defaults(*out);
-  std::memcpy(out, &in, shared_bytes(in));
-  return ATTNC_OK;
 }
 
 int check_kind(int kind, KernelKind* out) {
@@ -245,7 +163,7 @@ void to_args(const attnc_call& c, AttentionArgs& a) {
 extern "C" {
 
 const char* attnc_version(void) { return ATTNC_VERSION; }
-const char* attnc_last_error(void) { return t_error.c_str(); }
+const char* attnc_last_error(void) { return capi::last_error(); }
 
 int attnc_options_init(attnc_options* o) { return init_struct("attnc_options", o, kOptionsV1, default_options); }
 
@@ -340,12 +258,20 @@ int attnc_attention_reserve_bytes(attnc_attention* h, size_t bytes) {
 
 int attnc_attention_workspace_needed(attnc_attention* h, int kind, int batch, int max_seqlen_q, int max_seqlen_k,
                                      size_t* bytes) {
+  return attnc_attention_workspace_needed_splits(h, kind, batch, max_seqlen_q, max_seqlen_k, 0, bytes);
+}
+
+int attnc_attention_workspace_needed_splits(attnc_attention* h, int kind, int batch, int max_seqlen_q,
+                                            int max_seqlen_k, int max_num_splits, size_t* bytes) {
   if (!h) return fail(ATTNC_ERR_INVALID_ARGUMENT, "attention is NULL");
   if (!bytes) return fail(ATTNC_ERR_INVALID_ARGUMENT, "bytes is NULL");
+  if (max_num_splits < 0)
+    return fail(ATTNC_ERR_INVALID_ARGUMENT,
+                "max_num_splits must be >= 0 (0: every count), got " + std::to_string(max_num_splits));
   KernelKind k;
   if (int rc = check_kind(kind, &k)) return rc;
   try {
-    *bytes = h->attention->workspace_needed({k, batch, max_seqlen_q, max_seqlen_k});
+    *bytes = h->attention->workspace_needed({k, batch, max_seqlen_q, max_seqlen_k}, max_num_splits);
     return ATTNC_OK;
   } catch (...) {
     return fail_current();
@@ -391,6 +317,8 @@ int attnc_attention_spec_json(attnc_attention* h, char* json, size_t json_size) 
     j["num_kv_heads"] = s.num_kv_heads;
     j["page_size"] = s.kv_cache.page_size;
     j["kv_layout"] = to_string(s.kv_cache.layout);
+    j["kv_cache_dtype"] = to_string(s.kv_cache.dtype);
+    j["lse_base"] = s.lse.base == LseBase::e ? "e" : "2";
     j["lse_layout"] = to_string(s.lse.layout);
     j["softcap"] = s.softcap;
     j["alibi"] = to_string(s.alibi);

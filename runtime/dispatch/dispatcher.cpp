@@ -113,13 +113,23 @@ void Attention::Impl::queue_background(KernelSlot* slot) {
   }));
 }
 
-KernelSlot* Attention::Impl::make_ready(BucketEntry& e, CUstream stream) {
-  Device& dev = device();
+void Attention::Impl::check_not_capturing(CUstream stream, const std::string& what) {
+  device();
   CUstreamCaptureStatus capturing = CU_STREAM_CAPTURE_STATUS_NONE;
   if (api->StreamIsCapturing(stream, &capturing) == CUDA_SUCCESS && capturing != CU_STREAM_CAPTURE_STATUS_NONE)
-    throw DispatchError("attention " + std::string(to_string(e.bucket.kind)) + " bucket " + e.bucket.label() +
-                        ": its kernel is not loaded and the stream is being captured (loading cannot be captured); "
-                        "call run() once with this shape before capturing");
+    throw DispatchError(what + ": its kernel is not loaded and the stream is being captured (loading cannot be "
+                        "captured); make the call once before capturing");
+}
+
+void Attention::Impl::make_current() {
+  Device& dev = device();
+  CUcontext current = nullptr;  // contexts are per thread: a new caller thread gets ours
+  if (api->CtxGetCurrent(&current) != CUDA_SUCCESS || current != dev.context()) dev.make_current();
+}
+
+KernelSlot* Attention::Impl::make_ready(BucketEntry& e, CUstream stream) {
+  Device& dev = device();
+  check_not_capturing(stream, "attention " + std::string(to_string(e.bucket.kind)) + " bucket " + e.bucket.label());
   if (e.wanted != e.fallback && !e.wanted->loaded() && !e.wanted->failed() && options.background_compile) {
     queue_background(e.wanted);
     e.fallback->load(settings, dev);
@@ -208,7 +218,7 @@ KernelOrigin Attention::prepare(const Problem& p) {
   return e.fallback->build(m.settings);
 }
 
-size_t Attention::workspace_needed(const Problem& largest) {
+size_t Attention::workspace_needed(const Problem& largest, int max_num_splits) {
   Impl& m = *impl_;
   auto lengths = [](int top) {  // every power of two below `top`, and top itself
     std::vector<int> out;
@@ -222,14 +232,18 @@ size_t Attention::workspace_needed(const Problem& largest) {
       for (int b = 1; b <= std::max(1, largest.batch); ++b) {
         BucketEntry& e = m.entry(ShapeBucket::of({largest.kind, b, q, k}));
         for (KernelSlot* s : {e.wanted, e.fallback}) {
-          const int n = m.splits(e, *s, {b, q, k, b * q}, 0, SIZE_MAX);
+          int forcible = max_useful_splits(s->plan(), k);
+          if (max_num_splits > 0) forcible = std::min(forcible, max_num_splits);
+          const int n = std::max(m.splits(e, *s, {b, q, k, b * q}, 0, SIZE_MAX), forcible);
           most = std::max(most, attention_workspace_bytes(s->plan(), b * q, n));
         }
       }
   return most;
 }
 
-void Attention::reserve(const Problem& largest) { reserve_bytes(workspace_needed(largest)); }
+void Attention::reserve(const Problem& largest, int max_num_splits) {
+  reserve_bytes(workspace_needed(largest, max_num_splits));
+}
 
 void Attention::reserve_bytes(size_t bytes) {
   Impl& m = *impl_;
@@ -252,9 +266,7 @@ void Attention::run(const AttentionArgs& a, KernelKind kind, CUstream stream) {
   ChoiceOrigin origin;
   KernelSlot* s = m.serving(e, &origin);
   if (!s->loaded()) s = m.make_ready(e, stream);
-  Device& dev = m.device();
-  CUcontext current = nullptr;  // contexts are per thread: a new caller thread gets ours
-  if (m.api->CtxGetCurrent(&current) != CUDA_SUCCESS || current != dev.context()) dev.make_current();
+  m.make_current();
 
   AttentionArgs args = a;
   if (!a.workspace) {

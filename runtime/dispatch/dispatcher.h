@@ -11,8 +11,9 @@
 // Split-KV workspace: run() never allocates. It uses the args' workspace when given, else the one
 // reserve() sized. When the chosen split count (tuned or heuristic) needs more than that
 // workspace holds, run() lowers it to what fits (1 at worst: no split, no workspace). A split
-// count the caller asks for explicitly (args.num_splits > 0) is not lowered: too small a
-// workspace is then a BadCall.
+// count the caller asks for explicitly (args.num_splits > 0) is lowered only by parts that would
+// be empty (past the call's last KV tile): too small a workspace is otherwise a BadCall. reserve()
+// covers every forced count.
 #pragma once
 
 #include <cuda.h>
@@ -24,6 +25,9 @@
 
 #include "generator/spec/spec.h"
 #include "runtime/launch/attention_args.h"
+#include "runtime/launch/cache_write_args.h"
+#include "runtime/launch/cascade.h"
+#include "runtime/launch/merge_args.h"
 #include "runtime/driver/device_info.h"
 #include "runtime/dispatch/dispatch_error.h"
 #include "runtime/compiler/kernel_builder.h"
@@ -94,18 +98,33 @@ class Attention {
   KernelOrigin prepare(const Problem&);
 
   // Sizes the split-KV workspace for every call up to `largest` (batch, query and KV lengths):
-  // the most any batch up to largest.batch needs at those lengths. Allocates device memory; call it
-  // before serving, not while other threads are inside run().
-  void reserve(const Problem& largest);
+  // the most any batch up to largest.batch needs at those lengths, with the chosen split count or
+  // any count a caller forces (args.num_splits), up to one part per KV tile (max_useful_splits,
+  // generator/split_kv.h). max_num_splits > 0 caps the forced counts covered (less memory; the
+  // dispatcher's own choices are always covered). Allocates device memory; call it before
+  // serving, not while other threads are inside run().
+  void reserve(const Problem& largest, int max_num_splits = 0);
   void reserve_bytes(size_t bytes);
   size_t workspace_bytes() const;
-  // The workspace reserve(largest) would allocate; no GPU needed.
-  size_t workspace_needed(const Problem& largest);
+  // The workspace reserve(largest, max_num_splits) would allocate; no GPU needed.
+  size_t workspace_needed(const Problem& largest, int max_num_splits = 0);
 
   // One call. args.batch, max_seqlen_q (with cu_seqlens_q) and max_seqlen_k choose the bucket;
   // num_splits (when 0) and workspace (when null) are filled in here. Throws BadCall,
   // JitDisabled, CompileError, DispatchError, CudaError.
   void run(const AttentionArgs& args, KernelKind kind, CUstream stream);
+
+  // The layer's ops (runtime/launch/merge_args.h, cache_write_args.h, cascade.h), built from the
+  // spec's dims and dtypes whether or not its `kernels:` list names them, with default configs.
+  // The first call builds (memory -> SQLite -> NVRTC) and loads the kernels; later calls check
+  // their arguments and launch on `stream`, allocating nothing (capturable once warm). Throw
+  // BadCall naming the argument, JitDisabled, CompileError, DispatchError, CudaError.
+  void merge(const MergeArgs&, CUstream stream);
+  void cache_write(const CacheWriteArgs&, CUstream stream);
+  // Cascade attention; args.workspace null: the reserved workspace (reserve_bytes with
+  // cascade_workspace_needed(num_tokens) first).
+  void cascade(const CascadeArgs&, CUstream stream);
+  size_t cascade_workspace_needed(int num_tokens);  // no GPU needed
 
   // Serve `bucket` with `choice` (origin memory), ahead of any tuning record.
   void pin(const ShapeBucket& bucket, const TunedChoice& choice);

@@ -74,6 +74,16 @@ struct Attention::Impl {
 
   // --- kernels and the device (dispatcher.cpp)
   KernelSlot* make_ready(BucketEntry&, CUstream stream);  // the slow path of run()
+  // Refuses to load while `stream` is being captured; `what` names the call for the message.
+  void check_not_capturing(CUstream stream, const std::string& what);
+  // Makes the device's context current on this thread when it is not already.
+  void make_current();
+
+  // --- op kernels (dispatcher_ops.cpp): made and loaded on first use, then read lock-free
+  enum Op { op_merge, op_cache_write, op_cascade_prefix, op_cascade_suffix, op_count };
+  KernelSlot& op_slot(Op);                 // planned (no GPU needed with a described device)
+  KernelSlot& op(Op, CUstream stream);     // op_slot, loaded
+  const CascadePlans& cascade_plans();  // the plans of the three cascade kernels (no GPU needed)
   void queue_background(KernelSlot*);
   const DeviceInfo& info();
   Device& device() {
@@ -104,6 +114,11 @@ struct Attention::Impl {
   std::mutex resolve_mutex;                                  // one resolution at a time: one SQLite read per bucket
   std::vector<std::unique_ptr<BucketEntry>> entries;         // every entry ever made (pin() retires, never frees)
   std::map<std::string, std::unique_ptr<KernelSlot>> slots;  // by kind + config JSON
+
+  std::unique_ptr<KernelSlot> op_slots[op_count];  // made under resolve_mutex
+  std::atomic<KernelSlot*> op_loaded[op_count] = {};
+  std::optional<CascadePlans> cascade_plans_;  // made under resolve_mutex
+  std::atomic<const CascadePlans*> cascade_plans_ptr{nullptr};
 
   std::optional<DeviceBuffer> workspace;
   void* workspace_ptr = nullptr;

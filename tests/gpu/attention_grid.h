@@ -1,8 +1,11 @@
 // The attention correctness grid: which kernels (spec x kind) and which calls (lengths, cache
-// layout, page-table form, page size, splits, ...) gpu_attention_grid_test runs. Not the full
-// cartesian product: every value of every axis appears, and the pairs that interact (layout x
-// form, layout x page size, form x column offset, decode variant x splits, features x kinds) are
-// covered by rotating the runtime axes over the cases; attention_grid_coverage_test checks that.
+// layout, page-table form, page size, splits, ...) gpu_attention_grid_test runs. Decode cases run
+// on the arch's default family (decode_bw on sm_90) and again on decode_split (`_decode_split`);
+// contiguous prefill cases on prefill_sm80 and again on prefill_sm90 (`sm90_`, skipped off sm_90a).
+// Not the full cartesian product: every value of every axis appears, and the pairs that interact
+// (layout x form, layout x page size, form x column offset, decode variant x splits, features x
+// kinds) are covered by rotating the runtime axes over the cases; attention_grid_coverage_test
+// checks that.
 // The float64 reference dominates the grid's time, so lengths are ragged but bounded.
 #pragma once
 
@@ -10,6 +13,7 @@
 #include <vector>
 
 #include "generator/plan/plan.h"
+#include "generator/plan/plan_attention.h"
 #include "check/attention_check.h"
 
 namespace attnc::grid {
@@ -20,8 +24,15 @@ struct GridCase {
   KernelKind kind = KernelKind::prefill;
   AttentionCase call;
   bool decode_multi = false;  // decode with cu_query_lens
-  std::string config_json;    // over the default config (config_for): {"family": "prefill_sm90"}
+  std::string family;         // "": the arch's default config; else that family's default tiles
 };
+
+// The config a case compiles: the arch's default, or the named family's (decode_split twins of the
+// decode cases keep that family tested where decode_bw is the default; prefill names both of its).
+inline Config grid_config(const GridCase& c, const std::string& arch) {
+  return c.family.empty() ? default_config(c.spec, c.kind, arch)
+                          : default_family_config(c.spec, c.kind, arch, c.family);
+}
 
 // One spec and the kinds it is compiled as.
 struct GridKernel {
@@ -223,6 +234,10 @@ inline std::vector<GridCase> attention_grid() {
           c.name = std::string(c.decode_multi ? "decodeN_" : "decode1_") + k.tag + paging_name(c.call) +
                    (c.call.num_splits ? "_s" + std::to_string(c.call.num_splits) : "_sauto");
           ++n_decode;
+          GridCase twin = c;
+          twin.family = "decode_split";
+          twin.name += "_decode_split";
+          out.push_back(twin);
         }
         ++n_paged;
         out.push_back(c);
@@ -256,9 +271,9 @@ inline std::vector<GridCase> attention_grid() {
   const size_t n = out.size();
   for (size_t i = 0; i < n; ++i)
     if (out[i].kind == KernelKind::prefill) {
-      out[i].config_json = R"({"family": "prefill_sm80"})";
+      out[i].family = "prefill_sm80";
       GridCase c = out[i];
-      c.config_json = R"({"family": "prefill_sm90"})";
+      c.family = "prefill_sm90";
       c.name = "sm90_" + c.name;
       out.push_back(std::move(c));
     }

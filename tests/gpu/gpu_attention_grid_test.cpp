@@ -50,14 +50,13 @@ class AttentionGrid : public ::testing::TestWithParam<GridCase> {
     device_.reset();
   }
 
-  static KernelPlan plan_of(const GridCase& c) {
-    return plan_kernel(c.spec, c.kind, config_for(c.spec, c.kind, device_->arch(), c.config_json), device_->arch());
+  static std::string entry_of(const GridCase& c) {
+    return emit_kernel(plan_kernel(c.spec, c.kind, grid_config(c, device_->arch()), device_->arch())).entry;
   }
-  static std::string entry_of(const GridCase& c) { return emit_kernel(plan_of(c)).entry; }
   // A family the device cannot run (prefill_sm90 off sm_90a) refuses the case: its reason, or "".
   static std::string refusal(const GridCase& c) {
     try {
-      plan_of(c);
+      plan_kernel(c.spec, c.kind, grid_config(c, device_->arch()), device_->arch());
     } catch (const NotSupportedYet& e) {
       return e.what();
     }
@@ -79,7 +78,7 @@ class AttentionGrid : public ::testing::TestWithParam<GridCase> {
     for (const GridCase& c : attention_grid()) {
       if (!selected.empty() && !selected.count(c.name)) continue;
       if (!refusal(c).empty()) continue;
-      const KernelPlan plan = plan_of(c);
+      const KernelPlan plan = plan_kernel(c.spec, c.kind, grid_config(c, device_->arch()), device_->arch());
       KernelSource src = emit_kernel(plan);
       if (kernels_.count(src.entry)) continue;
       kernels_[src.entry].plan = plan;

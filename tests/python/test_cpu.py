@@ -4,10 +4,13 @@ import math
 import os
 import sys
 import tempfile
+import types
 import unittest
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+if os.environ.get("ATTNC_TEST_INSTALLED") != "1":  # else the installed package (tests/python/wheel_test.sh)
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
 import attnc  # noqa: E402
+from attnc import _nvrtc  # noqa: E402
 
 SPEC = """version: 1
 name: py-test
@@ -28,6 +31,24 @@ def has_gpu():
         return torch.cuda.is_available()
     except ImportError:
         return False
+
+
+class FakeCuda:
+    """What the package reads of a torch tensor (shape, dtype, strides, pointer), without torch."""
+
+    def __init__(self, *shape, dtype="float32", ptr=0x1000):
+        self.shape, self.dtype, self.is_cuda, self.ptr = shape, "torch." + dtype, True, ptr
+        self.device = types.SimpleNamespace(type="cuda", index=0)
+
+    def dim(self):
+        return len(self.shape)
+
+    def stride(self, i=None):
+        st = tuple(int(math.prod(self.shape[j + 1:])) for j in range(len(self.shape)))
+        return st if i is None else st[i]
+
+    def data_ptr(self):
+        return self.ptr
 
 
 class Cpu(unittest.TestCase):
@@ -65,7 +86,7 @@ class Cpu(unittest.TestCase):
         s = att.select("decode", 1, 1, 8192)
         self.assertEqual(s["origin"], "heuristic")
         self.assertEqual(s["bucket"], "b1.q1.k8192")
-        self.assertEqual(s["config"]["family"], "decode_split")
+        self.assertEqual(s["config"]["family"], "decode_bw")
         self.assertEqual(s["num_splits"], 1)  # no workspace reserved: lowered to 1
         self.assertFalse(s["cached"])
         self.assertTrue(att.select("decode", 1, 1, 5000)["cached"])
@@ -126,26 +147,85 @@ class Cpu(unittest.TestCase):
         takes a tensor of any alternative's rank and names them all otherwise."""
         from attnc._tensors import arg
 
-        class FakeCuda:  # what arg() reads of a torch tensor, without torch
-            def __init__(self, *shape):
-                self.shape, self.dtype, self.is_cuda, self.device = shape, "torch.float32", True, "cuda:0"
-
-            def dim(self):
-                return len(self.shape)
-
-            def stride(self, i=None):
-                st = tuple(int(math.prod(self.shape[j + 1:])) for j in range(len(self.shape)))
-                return st if i is None else st[i]
-
-            def data_ptr(self):
-                return 0x1000
-
         self.assertEqual(arg("lse", FakeCuda(8, 5), "[Hq, total_q] or [total_q, Hq]", ("float32",)).shape, (8, 5))
         self.assertEqual(arg("alibi", FakeCuda(8), "[Hq] or [batch, Hq]", ("float32",)).shape, (8,))
         self.assertEqual(arg("alibi", FakeCuda(2, 8), "[Hq] or [batch, Hq]", ("float32",)).shape, (2, 8))
         with self.assertRaises(ValueError) as cm:
             arg("lse", FakeCuda(8, 5, 1), "[Hq, total_q] or [total_q, Hq]", ("float32",))
         self.assertIn("lse must be [Hq, total_q] or [total_q, Hq] (2 dims), got shape (8, 5, 1)", str(cm.exception))
+
+    def test_nvrtc_missing_names_what_and_where(self):
+        with self.assertRaises(_nvrtc.NvrtcNotFound) as cm:
+            _nvrtc.load("libnvrtc.so.99", paths=[self.tmp.name], environ={"CUDA_HOME": self.tmp.name})
+        msg = str(cm.exception)
+        self.assertIn("libnvrtc.so.99 (NVRTC of CUDA 99) not found", msg)
+        self.assertIn(os.path.join(self.tmp.name, "lib64"), msg)
+        self.assertIn("pip install nvidia-cuda-nvrtc", msg)
+
+    def test_nvrtc_search_covers_toolkit_and_nvidia_wheels(self):
+        wheel_lib = os.path.join(self.tmp.name, "nvidia", "cu13", "lib")
+        os.makedirs(wheel_lib)
+        dirs = _nvrtc.candidate_dirs(paths=[self.tmp.name], environ={"CUDA_HOME": "/opt/cuda"})
+        self.assertEqual(dirs[:2], ["/opt/cuda/lib64", "/opt/cuda/lib"])
+        self.assertIn("/usr/local/cuda/lib64", dirs)
+        self.assertEqual(dirs[-1], wheel_lib)
+
+    def test_reserve_covers_forced_splits_and_a_cap_needs_less(self):
+        att = attnc.Attention(SPEC, db=self.db, device_info=DEVICE)
+        full = att.workspace_needed(32, 8192)
+        capped = att.workspace_needed(32, 8192, max_num_splits=8)
+        self.assertGreaterEqual(capped, 8 * 32 * 8 * (64 + 1) * 4)  # 8 parts of every (token, q head) row
+        self.assertLess(capped, full)
+
+    def test_merge_checks_before_the_library(self):
+        att = attnc.Attention(SPEC, db=self.db, device_info=DEVICE)
+        o = FakeCuda(4, 8, 64, dtype="bfloat16")
+        lse = FakeCuda(8, 4)
+        with self.assertRaises(TypeError) as cm:
+            att.merge(o, FakeCuda(4, 8, 64, dtype="float16"), lse, o, lse)
+        self.assertIn("prefix_output must be bfloat16, got float16", str(cm.exception))
+        with self.assertRaises(ValueError) as cm:
+            att.merge(o, o, FakeCuda(4, 8), o, lse)
+        self.assertIn("prefix_lse must be [num_heads, num_tokens] = (8, 4), got (4, 8)", str(cm.exception))
+        with self.assertRaises(ValueError) as cm:
+            att.merge(o, o, lse, o, lse, lse_base="10")
+        self.assertIn("lse_base '10'", str(cm.exception))
+        with self.assertRaises(attnc.AttncError) as cm:  # the library: heads against the spec, before loading
+            att.merge(FakeCuda(4, 6, 64, dtype="bfloat16"), FakeCuda(4, 6, 64, dtype="bfloat16"), FakeCuda(6, 4),
+                      FakeCuda(4, 6, 64, dtype="bfloat16"), FakeCuda(6, 4), stream=0)
+        self.assertIn("num_heads 6 does not match the spec's num_q_heads 8", str(cm.exception))
+
+    def test_cache_write_checks_before_the_library(self):
+        att = attnc.Attention(SPEC, db=self.db, device_info=DEVICE)
+        k = FakeCuda(5, 2, 64, dtype="bfloat16")
+        cache = FakeCuda(10, 16, 2, 64, dtype="bfloat16")
+        slots = FakeCuda(5, dtype="int64")
+        with self.assertRaises(TypeError) as cm:
+            att.cache_write(k, k, cache, cache, FakeCuda(5, dtype="int32"))
+        self.assertIn("slot_mapping must be int64, got int32", str(cm.exception))
+        with self.assertRaises(ValueError) as cm:
+            att.cache_write(k, k, FakeCuda(10, 16, 4, 64, dtype="bfloat16"), cache, slots)
+        self.assertIn("key_cache: dim 2 (kv heads) is 4, the spec needs 2", str(cm.exception))
+        with self.assertRaises(ValueError) as cm:
+            att.cache_write(k, k, cache, cache, FakeCuda(6, dtype="int64"))
+        self.assertIn("key has 5 rows, fewer than slot_mapping's 6 tokens", str(cm.exception))
+        with self.assertRaises(ValueError) as cm:
+            att.cache_write(k, k, cache, cache, slots, k_scale=FakeCuda(1), v_scale=FakeCuda(1))
+        self.assertIn("scales are for fp8 caches", str(cm.exception))
+        fp8 = attnc.Attention(SPEC.replace("kernels:", "kv_cache: {dtype: fp8_e4m3}\nkernels:"), db=self.db,
+                              device_info=DEVICE)
+        with self.assertRaises(ValueError) as cm:
+            fp8.cache_write(k, k, FakeCuda(10, 16, 2, 64, dtype="uint8"), FakeCuda(10, 16, 2, 64, dtype="uint8"),
+                            slots)
+        self.assertIn("k_scale and v_scale (fp32 [1] or [num_kv_heads]) are required: the cache is fp8_e4m3",
+                      str(cm.exception))
+
+    def test_cli_through_python_m(self):
+        import subprocess
+        env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(os.path.abspath(attnc.__file__))))
+        r = subprocess.run([sys.executable, "-m", "attnc", "--version"], capture_output=True, text=True, env=env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn(attnc.version(), r.stdout)
 
 
 if __name__ == "__main__":

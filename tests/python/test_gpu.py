@@ -7,7 +7,8 @@ import sys
 import tempfile
 import unittest
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+if os.environ.get("ATTNC_TEST_INSTALLED") != "1":  # else the installed package
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
 import attnc  # noqa: E402
 
 try:
@@ -121,6 +122,86 @@ class Gpu(unittest.TestCase):
         with self.assertRaises(TypeError) as cm:
             self.att.decode(q.to(torch.bfloat16), kc, kc, bt.long(), su, 16)
         self.assertIn("block_table must be int32, got int64", str(cm.exception))
+
+    def test_forced_splits_fit_after_reserve(self):
+        """reserve(32, 8192) then num_splits=8 once failed: 'needs a workspace of 865280 bytes, got 648960'."""
+        dev = torch.device("cuda")
+        with attnc.Attention(SPEC, db=os.path.join(self.tmp.name, "attnc.db")) as att:
+            att.reserve(batch=32, max_seqlen_k=8192)
+            batch, page, lens = 32, 16, [8192] * 2 + [100] * 30
+            max_blocks = 8192 // page
+            kc = torch.randn(batch * max_blocks, page, 2, 128, device=dev, dtype=torch.bfloat16)
+            vc = torch.randn_like(kc)
+            bt = torch.arange(batch * max_blocks, dtype=torch.int32, device=dev).reshape(batch, max_blocks)
+            su = torch.tensor(lens, dtype=torch.int32, device=dev)
+            q = torch.randn(batch, 8, 128, device=dev, dtype=torch.bfloat16)
+            base, _ = att.decode(q, kc, vc, bt, su, 8192, num_splits=1)
+            for n in (8, 64, 128):
+                out, _ = att.decode(q, kc, vc, bt, su, 8192, num_splits=n)
+                torch.testing.assert_close(out, base, atol=2e-2, rtol=2e-2, msg=f"num_splits {n}")
+
+    def test_merge_with_infinite_lse_rows(self):
+        dev = torch.device("cuda")
+        T, H, D = 37, 8, 128
+        po, so = (torch.randn(T, H, D, device=dev, dtype=torch.bfloat16) for _ in range(2))
+        pl, sl = (torch.randn(H, T, device=dev) * 3 for _ in range(2))
+        pl[:, 0] = float("inf")    # FlashAttention-2's empty row counts as -inf: the suffix alone
+        pl[:, 1] = float("-inf")
+        sl[:, 1] = float("-inf")   # both empty: 0, and -inf
+        sl[:, 2] = float("-inf")
+        out = torch.full_like(po, float("nan"))
+        out_lse = torch.full_like(pl, float("nan"))
+        self.att.merge(out, po, pl, so, sl, output_lse=out_lse)
+        torch.cuda.synchronize()
+        p = torch.where(torch.isposinf(pl), torch.full_like(pl, float("-inf")), pl).double()
+        s = sl.double()
+        m = torch.maximum(p, s)
+        m = torch.where(torch.isneginf(m), torch.zeros_like(m), m)
+        wp, ws = torch.exp(p - m), torch.exp(s - m)
+        tot = wp + ws
+        ref = (po.double() * (wp / tot).T[..., None] + so.double() * (ws / tot).T[..., None])
+        ref = torch.nan_to_num(ref, nan=0.0)
+        torch.testing.assert_close(out.double(), ref, atol=2e-2, rtol=2e-2)
+        ref_lse = torch.log(tot) + m
+        torch.testing.assert_close(out_lse[:, 2:].double(), ref_lse[:, 2:], atol=1e-4, rtol=1e-4)
+        self.assertTrue(torch.isneginf(out_lse[:, 1]).all())
+
+    def test_cache_write_skips_negative_slots(self):
+        dev = torch.device("cuda")
+        nb, bs, T = 64, 16, 40
+        kc = torch.zeros(nb, bs, 2, 128, device=dev, dtype=torch.bfloat16)
+        vc = torch.zeros_like(kc)
+        key = torch.randn(T + 3, 2, 128, device=dev, dtype=torch.bfloat16)  # padded rows past slot_mapping
+        value = torch.randn_like(key)
+        slots = torch.randperm(nb * bs, device=dev)[:T]
+        slots[5] = -1
+        self.att.cache_write(key, value, kc, vc, slots, check_slots=True)
+        torch.cuda.synchronize()
+        flat_k, flat_v = kc.reshape(-1, 2, 128), vc.reshape(-1, 2, 128)
+        keep = slots >= 0
+        self.assertTrue(torch.equal(flat_k[slots[keep]], key[:T][keep]))
+        self.assertTrue(torch.equal(flat_v[slots[keep]], value[:T][keep]))
+        self.assertEqual(int((flat_k != 0).any(-1).any(-1).sum()), int(keep.sum()))
+
+    def test_cache_write_fp8(self):
+        dev = torch.device("cuda")
+        spec = SPEC.replace("dtype: same", "dtype: fp8_e4m3")
+        with attnc.Attention(spec, db=os.path.join(self.tmp.name, "attnc.db")) as att:
+            nb, bs, T = 16, 16, 20
+            kc = torch.zeros(nb, bs, 2, 128, device=dev, dtype=torch.float8_e4m3fn)
+            vc = torch.zeros_like(kc)
+            key = torch.randn(T, 2, 128, device=dev, dtype=torch.bfloat16)
+            value = torch.randn_like(key)
+            k_scale = torch.tensor([0.5], device=dev)
+            v_scale = torch.tensor([2.0], device=dev)
+            slots = torch.randperm(nb * bs, device=dev)[:T]
+            att.cache_write(key, value, kc, vc, slots, k_scale=k_scale, v_scale=v_scale)
+            torch.cuda.synchronize()
+            got_k = kc.reshape(-1, 2, 128)[slots].float()
+            got_v = vc.reshape(-1, 2, 128)[slots].float()
+            # within one e4m3 step of round-to-nearest (x / scale vs x * (1 / scale))
+            torch.testing.assert_close(got_k, (key.float() / 0.5).to(torch.float8_e4m3fn).float(), rtol=0.07, atol=2e-3)
+            torch.testing.assert_close(got_v, (value.float() / 2.0).to(torch.float8_e4m3fn).float(), rtol=0.07, atol=2e-3)
 
 
 if __name__ == "__main__":

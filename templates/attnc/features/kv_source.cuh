@@ -8,6 +8,19 @@
 
 namespace attnc {
 
+// Rows `stride` elements apart from `base`, as SmemTile::load_rows_async wants them. The compiler
+// strength-reduces this form across a thread's rows.
+struct StridedRows {
+  const u16* base;
+  long long stride;
+  __device__ const u16* operator()(int r) const { return base + r * stride; }
+};
+
+// The K and V rows of 16 consecutive keys (KvSource::group).
+struct KvGroup {
+  StridedRows k, v;
+};
+
 template <bool PAGED>
 struct KvSource;
 
@@ -29,15 +42,11 @@ struct KvSource<false> {
   __device__ const u16* k_at(int n) const { return k + n * k_row; }
   __device__ const u16* v_at(int n) const { return v + n * v_row; }
 
-  // Rows of the tile starting at key n0, as SmemTile::load_rows_async wants them. The contiguous
-  // form is a base plus a stride, which the compiler strength-reduces across a thread's rows.
-  struct Rows {
-    const u16* base;
-    long long stride;
-    __device__ const u16* operator()(int r) const { return base + r * stride; }
-  };
-  __device__ Rows k_rows(int n0) const { return {k_at(n0), k_row}; }
-  __device__ Rows v_rows(int n0) const { return {v_at(n0), v_row}; }
+  // Rows of the tile starting at key n0: contiguous rows are a base plus a stride.
+  __device__ StridedRows k_rows(int n0) const { return {k_at(n0), k_row}; }
+  __device__ StridedRows v_rows(int n0) const { return {v_at(n0), v_row}; }
+  // The 16 keys from n (a multiple of 16): the same form.
+  __device__ KvGroup group(int n) const { return {k_rows(n), v_rows(n)}; }
 };
 
 template <>
@@ -86,6 +95,15 @@ struct KvSource<true> {
   };
   __device__ KRows k_rows(int n0) const { return {this, n0}; }
   __device__ VRows v_rows(int n0) const { return {this, n0}; }
+
+  // The 16 keys from n (a multiple of 16, n < sk). Page sizes are multiples of 16, so they lie in
+  // one page: one page-table read and one base pointer serve all 16 rows.
+  __device__ KvGroup group(int n) const {
+    const int lp = n / page_size;
+    const long long page = pages[lp];
+    const int slot = n - lp * page_size;
+    return {{k + page * k_block + slot * k_row, k_row}, {v + page * v_block + slot * v_row, v_row}};
+  }
 };
 
 }  // namespace attnc

@@ -26,6 +26,24 @@ struct Lse2 {
   __device__ float value() const { return sum > 0.f ? max + fast_log2(sum) : neg_inf(); }
 };
 
+// The union of N partial sums over disjoint key sets, each held relative to its own max (a warp's
+// softmax state, a split's part): the union relative to the largest max of a non-empty part, and
+// in weight[i] the factor that puts part i's terms (and its output) relative to it (0 when empty).
+template <int N>
+__device__ __forceinline__ Lse2 lse2_union(const float (&max)[N], const float (&sum)[N], float (&weight)[N]) {
+  float m = neg_inf();
+#pragma unroll
+  for (int i = 0; i < N; ++i)
+    if (sum[i] > 0.f) m = fmaxf(m, max[i]);
+  Lse2 t{m, 0.f};
+#pragma unroll
+  for (int i = 0; i < N; ++i) {
+    weight[i] = sum[i] > 0.f ? fast_exp2(max[i] - m) : 0.f;
+    t.sum += weight[i] * sum[i];
+  }
+  return t;
+}
+
 // The LSE as the caller asked for it: base e or base 2.
 template <LseOut OUT>
 __device__ __forceinline__ float lse_out(float lse2) {

@@ -40,8 +40,8 @@ int main(void) {
   if (attnc_attention_select(att, ATTNC_KIND_DECODE, 1, 1, 8192, &sel, json, sizeof json))
     return failed("select", attnc_last_error());
   if (sel.origin != ATTNC_ORIGIN_HEURISTIC || sel.num_splits != 1 || sel.block_n <= 0 ||
-      !has(json, "\"bucket\":\"b1.q1.k8192\"") || !has(json, "\"family\":\"decode_split\""))
-    return failed("select: expected the heuristic decode_split choice for b1.q1.k8192 with 1 split", json);
+      !has(json, "\"bucket\":\"b1.q1.k8192\"") || !has(json, "\"family\":\"decode_bw\""))
+    return failed("select: expected the heuristic decode_bw choice for b1.q1.k8192 with 1 split", json);
 
   size_t bytes = 0;
   if (attnc_attention_workspace_needed(att, ATTNC_KIND_DECODE, 64, 1, 32768, &bytes) || bytes == 0)

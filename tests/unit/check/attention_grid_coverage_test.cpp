@@ -150,7 +150,7 @@ TEST(AttentionGrid, EveryKernelPlansAndCasesAreBounded) {
   for (const GridCase& c : cases()) {
     EXPECT_TRUE(names.insert(c.name).second) << "duplicate name " << c.name;
     EXPECT_TRUE(std::regex_match(c.name, valid)) << c.name;
-    const KernelPlan plan = plan_kernel(c.spec, c.kind, config_for(c.spec, c.kind, "sm_90a", c.config_json), "sm_90a");
+    const KernelPlan plan = plan_kernel(c.spec, c.kind, grid_config(c, "sm_90a"), "sm_90a");
     entries.insert(emit_kernel(plan).entry);
     flops += 2 * reference_work(plan, c.call) * (plan.head_dim + plan.head_dim_v);
   }
@@ -159,6 +159,27 @@ TEST(AttentionGrid, EveryKernelPlansAndCasesAreBounded) {
   // Contiguous prefill runs on both prefill families: ~35 of them are prefill_sm90 (~1 s each).
   EXPECT_LT(entries.size(), 130u) << "compile time (in parallel on the GPU host: ~0.6-1 s a kernel over 16 cores)";
   EXPECT_LT(flops, 2e11) << "the float64 reference runs twice per case on the GPU host's 16 cores";
+}
+
+// On sm_90 the decode cases run on decode_bw (the default there, except Dv > 192), and each
+// grid-kernel decode case again on decode_split (`_decode_split`), so both families see every axis.
+TEST(AttentionGrid, DecodeCasesRunOnBothDecodeFamilies) {
+  std::map<std::string, std::string> family_of;
+  for (const GridCase& c : cases())
+    if (decode(c)) family_of[c.name] = grid_config(c, "sm_90a").family;
+  int twins = 0, bw = 0;
+  for (const auto& [name, family] : family_of) {
+    const std::string suffix = "_decode_split";
+    const bool twin = name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+    if (twin) {
+      ++twins;
+      EXPECT_EQ(family, "decode_split") << name;
+      EXPECT_TRUE(family_of.count(name.substr(0, name.size() - suffix.size()))) << name << " has no original";
+    }
+    bw += family == "decode_bw";
+  }
+  EXPECT_GE(twins, 30);
+  EXPECT_GE(bw, 40);  // every decode case of Dv <= 192, the head-dim sweep's included
 }
 
 TEST(AttentionGrid, SanitizerSubsetInGpuCheckNamesRealCases) {

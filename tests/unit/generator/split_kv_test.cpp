@@ -1,6 +1,7 @@
 // generator/split_kv: the one split-KV rule every component calls (dispatcher, tuner, checks).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 
 #include "attnc/params/split_combine_shape.h"
@@ -36,6 +37,30 @@ TEST(SplitKv, ForcedIsTakenAsAskedForPrepareToCheck) {
   EXPECT_EQ(decide_num_splits(decode, kLong, 5, 3, 0), 5);  // no workspace: not lowered
   EXPECT_EQ(decide_num_splits(prefill, kLong, 2), 2);      // prepare_attention refuses it, naming the kernel
   EXPECT_EQ(decide_num_splits(decode, kLong, -1), -1);
+}
+
+TEST(SplitKv, MaxUsefulSplitsIsOnePerKvTile) {
+  const KernelPlan decode = plan_for(KernelKind::decode), prefill = plan_for(KernelKind::prefill);
+  const int bn = decode.config.block_n;
+  EXPECT_EQ(max_useful_splits(decode, 1), 1);
+  EXPECT_EQ(max_useful_splits(decode, bn), 1);
+  EXPECT_EQ(max_useful_splits(decode, bn + 1), 2);
+  EXPECT_EQ(max_useful_splits(decode, 8192), std::min(kMaxSplits, 8192 / bn));
+  EXPECT_EQ(max_useful_splits(decode, 1 << 24), kMaxSplits);
+  EXPECT_EQ(max_useful_splits(decode, 0), 1);    // KV length unknown
+  EXPECT_EQ(max_useful_splits(prefill, 8192), 1);  // no split-KV
+}
+
+TEST(SplitKv, ForcedLosesOnlyEmptyPartsAndOnlyWhenTheWorkspaceIsShort) {
+  const KernelPlan decode = plan_for(KernelKind::decode);
+  const int bn = decode.config.block_n;
+  const SplitShape three_tiles{3, 1, 3 * bn, 3, 132};
+  const size_t per_split = attention_workspace_bytes(decode, 3, 2) / 2;
+  EXPECT_EQ(decide_num_splits(decode, three_tiles, 8), 8);                  // room: as asked
+  EXPECT_EQ(decide_num_splits(decode, three_tiles, 8, 0, 8 * per_split), 8);
+  EXPECT_EQ(decide_num_splits(decode, three_tiles, 8, 0, 3 * per_split), 3);  // 5 empty parts dropped
+  EXPECT_EQ(decide_num_splits(decode, three_tiles, 8, 0, 0), 3);            // prepare_attention names the size
+  EXPECT_EQ(decide_num_splits(decode, three_tiles, 2, 0, 0), 2);            // no empty part to drop
 }
 
 TEST(SplitKv, PreferredAndHeuristicAreLoweredToTheWorkspace) {

@@ -34,8 +34,8 @@ Config sm80(const Spec& s) { return config_for(s, KernelKind::prefill, "sm_90a",
 TEST(SearchSpace, PrefillAxes) {
   const auto on_sm80 = config_space(spec_from(), KernelKind::prefill, "sm_80");
   EXPECT_EQ(on_sm80.size(), 18u);  // 3 warps x 3 block_n x 2 stages; no prefill_sm90 off sm_90a
-  // sm_90a: prefill_sm90's default first, the 18 sm80 points, then prefill_sm90's: 2 block_m x
-  // 4 block_n (one of them the default) and the default with 3 stages and without ping-pong.
+  // sm_90a: prefill_sm90's default first, its space (2 block_m x 4 block_n, one of them the
+  // default, and the default with 3 stages and without ping-pong), then the 18 sm80 points.
   const auto configs = config_space(spec_from(), KernelKind::prefill, "sm_90a");
   EXPECT_EQ(configs.size(), 28u);
   EXPECT_EQ(configs.front().family, "prefill_sm90");
@@ -74,23 +74,42 @@ TEST(SearchSpace, Sm90PruningFollowsTheConsumerRegisterBudget) {
   EXPECT_EQ(prune_reason(s, KernelKind::prefill, c, "sm_90a", 0), "");
 }
 
-TEST(SearchSpace, DecodeAxes) {
+TEST(SearchSpace, DecodeAxesCoverBothFamiliesTheDefaultsFirst) {
   const auto configs = config_space(spec_from(), KernelKind::decode, "sm_90a");
-  EXPECT_EQ(configs.size(), 27u);  // the default (4 warps, BN 64, 2 stages) is one of the 27
-  for (const Config& c : configs) {
-    EXPECT_EQ(c.family, "decode_split");
-    EXPECT_EQ(c.block_m, 16 * c.warps);
+  ASSERT_EQ(configs.size(), 54u);  // 27 of each family; each default is one of its 27
+  for (std::size_t i = 0; i < configs.size(); ++i) {
+    const Config& c = configs[i];
+    EXPECT_EQ(c.family, i < 27 ? "decode_bw" : "decode_split") << i;
+    EXPECT_EQ(c.block_m, c.family == "decode_bw" ? 16 : 16 * c.warps) << c.short_name();
+    if (c.family == "decode_bw") {
+      EXPECT_TRUE(c.block_n == 16 || c.block_n == 32 || c.block_n == 64) << c.short_name();
+      EXPECT_TRUE(c.warps == 2 || c.warps == 4 || c.warps == 8) << c.short_name();
+    }
   }
+  // Before sm_90 decode_split is the baseline and its space comes first.
+  const auto sm80 = config_space(spec_from(), KernelKind::decode, "sm_80");
+  EXPECT_EQ(sm80.front().family, "decode_split");
+  EXPECT_EQ(sm80.back().family, "decode_bw");
+  // A spec's families list keeps the baseline and searches only what it names.
+  const auto named = config_space(spec_from("tuning: {families: [decode_split]}\n"), KernelKind::decode, "sm_90a");
+  ASSERT_EQ(named.size(), 28u);
+  EXPECT_EQ(named.front().family, "decode_bw");
+  EXPECT_EQ(named.back().family, "decode_split");
+  // decode_bw needs block_m 16: a block_m list without it leaves only decode_split's points.
+  const auto m64 = config_space(spec_from("tuning: {block_m: [64]}\n"), KernelKind::decode, "sm_90a");
+  ASSERT_EQ(m64.size(), 10u);  // the baseline, then decode_split at 4 warps: 3 block_n x 3 stages
+  for (std::size_t i = 1; i < m64.size(); ++i) EXPECT_EQ(m64[i].short_name().substr(0, 3), "m64");
 }
 
 TEST(SearchSpace, SpecTuningListsNarrowTheAxes) {
   const Spec s = spec_from("tuning: {warps: [4], block_n: [64], stages: [3]}\n");
   const auto configs = config_space(s, KernelKind::prefill, "sm_90a");
-  // The default baseline, the one sm80 point, and prefill_sm90's two block_m at n64 s3.
+  // The default baseline, the baseline family's (prefill_sm90) two block_m at n64 s3, then the
+  // one sm80 point.
   ASSERT_EQ(configs.size(), 4u);
-  EXPECT_EQ(configs[1].short_name(), "m64n64w4s3");
-  EXPECT_EQ(configs[2].short_name(), "m128n64w12s3");
-  EXPECT_EQ(configs[3].short_name(), "m192n64w16s3");
+  EXPECT_EQ(configs[1].short_name(), "m128n64w12s3");
+  EXPECT_EQ(configs[2].short_name(), "m192n64w16s3");
+  EXPECT_EQ(configs[3].short_name(), "m64n64w4s3");
   const Spec m = spec_from("tuning: {block_m: [32, 128]}\n");
   for (const Config& c : config_space(m, KernelKind::prefill, "sm_90a"))
     if (!(c == default_config(m, KernelKind::prefill, "sm_90a"))) {

@@ -142,7 +142,7 @@ TEST_F(CApiHandle, SelectWithoutAGpu) {
   const std::string j = json;
   EXPECT_NE(j.find("\"bucket\":\"b1.q1.k8192\""), std::string::npos) << j;
   EXPECT_NE(j.find("\"origin\":\"heuristic\""), std::string::npos) << j;
-  EXPECT_NE(j.find("\"family\":\"decode_split\""), std::string::npos) << j;
+  EXPECT_NE(j.find("\"family\":\"decode_bw\""), std::string::npos) << j;
   char small[8];
   EXPECT_EQ(attnc_attention_select(h_, ATTNC_KIND_DECODE, 1, 1, 8192, nullptr, small, sizeof small),
             ATTNC_ERR_BUFFER_TOO_SMALL);

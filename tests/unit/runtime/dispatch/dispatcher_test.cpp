@@ -174,6 +174,33 @@ TEST_F(Dispatcher, WorkspaceNeededCoversSmallerBatches) {
               att.select({KernelKind::decode, b, 1, 4096}, SIZE_MAX).num_splits);
 }
 
+// reserve(32, 8192) then a forced num_splits = 8 once failed with "needs a workspace of 865280
+// bytes, got 648960": the workspace covered the dispatcher's own counts only.
+TEST_F(Dispatcher, WorkspaceNeededCoversEveryForcedCount) {
+  Attention att(spec_, options());
+  const Problem largest{KernelKind::decode, 32, 1, 8192};
+  const size_t needed = att.workspace_needed(largest);
+  for (int b : {1, 7, 32})
+    for (int k : {100, 4096, 8192}) {
+      const Selection s = att.select({KernelKind::decode, b, 1, k}, needed);
+      const KernelPlan plan = plan_kernel(spec_, KernelKind::decode, *s.config, "sm_90a");
+      for (int forced = 2; forced <= max_useful_splits(plan, k); ++forced)
+        ASSERT_GE(needed, attention_workspace_bytes(plan, b, forced)) << "b " << b << " k " << k << " forced " << forced;
+      // Beyond one part per KV tile the extra parts are empty and dropped, so they fit too.
+      const int over = decide_num_splits(plan, {b, 1, k, b, test_device().sm_count}, 128, 0, needed);
+      EXPECT_LE(attention_workspace_bytes(plan, b, over), needed) << "b " << b << " k " << k;
+    }
+  // A cap on forced counts: less memory, the dispatcher's own choices still covered.
+  const size_t capped = att.workspace_needed(largest, 8);
+  EXPECT_LT(capped, needed);
+  const KernelPlan plan = plan_kernel(spec_, KernelKind::decode, default_config(spec_, KernelKind::decode, "sm_90a"),
+                                      "sm_90a");
+  EXPECT_GE(capped, attention_workspace_bytes(plan, 32, 8));
+  for (int b = 1; b <= 32; ++b)
+    EXPECT_EQ(att.select({KernelKind::decode, b, 1, 8192}, capped).num_splits,
+              att.select({KernelKind::decode, b, 1, 8192}, SIZE_MAX).num_splits);
+}
+
 TEST_F(Dispatcher, KindsTheSpecLacks) {
   Attention att(parse_spec("version: 1\nname: p\nhead_dim: 64\nnum_q_heads: 4\nkernels: [prefill]\n", "p.yaml"),
                 options());

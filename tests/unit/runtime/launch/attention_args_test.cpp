@@ -307,8 +307,8 @@ TEST(AttentionArgs, RejectsMissingOrInconsistentQueryLengths) {
 }
 
 TEST(AttentionArgs, DecodeWithoutCuSeqlensQCountsOneTokenPerRequest) {
-  // 128 q heads on one kv head: 128 packed rows need two 64-row blocks even if the caller left
-  // max_seqlen_q at 0.
+  // 128 q heads on one kv head: 128 packed rows need eight 16-row blocks (decode_bw, the sm_90
+  // default) even if the caller left max_seqlen_q at 0.
   Spec s = llama();
   s.num_q_heads = 128;
   s.num_kv_heads = 1;
@@ -318,7 +318,7 @@ TEST(AttentionArgs, DecodeWithoutCuSeqlensQCountsOneTokenPerRequest) {
   c.a.max_seqlen_q = 0;
   bind_kv_cache(c.a, kv_cache_strides(KvCacheLayout::vllm, 100, 16, 1, 128, 128),
                 reinterpret_cast<const void*>(0x100000));
-  EXPECT_EQ(prepare_attention(plan_for(s, KernelKind::decode), c.args()).grid.x, 2u);
+  EXPECT_EQ(prepare_attention(plan_for(s, KernelKind::decode), c.args()).grid.x, 8u);
 }
 
 TEST(AttentionArgs, RejectsPageTablesOnContiguousKernels) {

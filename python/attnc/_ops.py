@@ -1,0 +1,132 @@
+"""The layer's ops through the C API (attnc_attention_merge / _cache_write / _cascade): tensors
+checked here first (device, dtype, rank, innermost stride), then the library checks the call
+against the spec before anything is loaded or launched."""
+import ctypes
+
+from . import _capi
+from ._capi import CacheWrite, Merge, check, lib, new_struct
+from ._tensors import TORCH_DTYPES, arg, expect_dim, same_device
+
+_F32 = ("float32",)
+_FP8 = {"fp8_e4m3": ("float8_e4m3fn", "uint8"), "fp8_e5m2": ("float8_e5m2", "uint8")}
+
+
+def _stream(stream, a):
+    if stream is None:
+        if a.tensor is None:
+            return 0
+        import torch
+        return torch.cuda.current_stream(a.tensor.device).cuda_stream
+    return stream.cuda_stream if hasattr(stream, "cuda_stream") else int(stream)
+
+
+def merge(att, output, prefix_output, prefix_lse, suffix_output, suffix_lse, output_lse=None, stream=None,
+          lse_base=None):
+    """vLLM's merge_attn_states: outputs [num_tokens, num_heads, head_size] in the spec's dtype,
+    LSEs fp32 [num_heads, num_tokens] (any strides). lse_base None: the spec's ('e' or '2')."""
+    dt = (TORCH_DTYPES[att.spec["dtype"]],)
+    lay = "[num_tokens, num_heads, head_size]"
+    o, po, so = (arg(n, x, lay, dt) for n, x in (("output", output), ("prefix_output", prefix_output),
+                                               ("suffix_output", suffix_output)))
+    pl = arg("prefix_lse", prefix_lse, "[num_heads, num_tokens]", _F32)
+    sl = arg("suffix_lse", suffix_lse, "[num_heads, num_tokens]", _F32)
+    ol = arg("output_lse", output_lse, "[num_heads, num_tokens]", _F32, required=False)
+    if lse_base not in _capi.LSE_BASES:
+        raise ValueError(f"lse_base {lse_base!r}: expected None (the spec's), 'e' or '2'")
+    m = new_struct(Merge, lib().attnc_merge_init)
+    m.output, m.prefix_output, m.suffix_output = o.ptr, po.ptr, so.ptr
+    m.prefix_lse, m.suffix_lse = pl.ptr, sl.ptr
+    m.lse_base = _capi.LSE_BASES[lse_base]
+    if o.shape:
+        m.num_tokens, m.num_heads, m.head_size = o.shape
+        for name, a in (("prefix_output", po), ("suffix_output", so)):
+            if a.shape and a.shape != o.shape:
+                raise ValueError(f"{name} has shape {a.shape}, output {o.shape}: they must match")
+        for name, a in (("prefix_lse", pl), ("suffix_lse", sl), ("output_lse", ol)):
+            if a is not None and a.shape and a.shape != (o.shape[1], o.shape[0]):
+                raise ValueError(f"{name} must be [num_heads, num_tokens] = {(o.shape[1], o.shape[0])}, "
+                                 f"got {a.shape}")
+    else:
+        raise ValueError("output must be a tensor (its shape gives num_tokens, num_heads, head_size)")
+    for prefix, a in (("output", o), ("prefix", po), ("suffix", so)):
+        if a.strides:
+            setattr(m, prefix + "_row_stride", a.strides[0])
+            setattr(m, prefix + "_head_stride", a.strides[1])
+    for prefix, a in (("prefix_lse", pl), ("suffix_lse", sl), ("output_lse", ol)):
+        if a is not None and a.strides:
+            setattr(m, prefix + "_head_stride", a.strides[0])
+            setattr(m, prefix + "_token_stride", a.strides[1])
+    if ol is not None:
+        m.output_lse = ol.ptr
+    same_device(o, po, so, pl, sl, ol)
+    check(lib().attnc_attention_merge(att._h, ctypes.byref(m), ctypes.c_void_p(_stream(stream, o))))
+    return output
+
+
+def cache_write(att, key, value, key_cache, value_cache, slot_mapping, k_scale=None, v_scale=None, stream=None,
+                check_slots=False):
+    """vLLM's reshape_and_cache_flash: key/value [num_tokens(+padding), Hkv, D], caches
+    [num_blocks, block_size, Hkv, D] (vLLM's layout; other layouts as strided views), slot_mapping
+    int64 [num_tokens] (< 0 skips a token). fp8 caches (spec kv_cache.dtype fp8_*): k_scale and
+    v_scale fp32 [1] or [Hkv]. check_slots: copy slot_mapping to the host and check every slot
+    first (synchronises)."""
+    dt = (TORCH_DTYPES[att.spec["dtype"]],)
+    kv_dtype = att.spec["kv_cache_dtype"]
+    cache_dt = _FP8.get(kv_dtype, dt)
+    ka = arg("key", key, "[num_tokens, num_kv_heads, head_size]", dt)
+    va = arg("value", value, "[num_tokens, num_kv_heads, head_size]", dt)
+    kc = arg("key_cache", key_cache, "[num_blocks, block_size, num_kv_heads, head_size]", cache_dt)
+    vc = arg("value_cache", value_cache, "[num_blocks, block_size, num_kv_heads, head_size]", cache_dt)
+    sm = arg("slot_mapping", slot_mapping, "[num_tokens]", ("int64",))
+    hkv = att.spec["num_kv_heads"]
+    for name, a, d in (("key", ka, "head_dim"), ("value", va, "head_dim_v")):
+        expect_dim(name, a, 1, hkv, "kv heads")
+        expect_dim(name, a, 2, att.spec[d], d.replace("_", " "))
+    for name, a, d in (("key_cache", kc, "head_dim"), ("value_cache", vc, "head_dim_v")):
+        expect_dim(name, a, 2, hkv, "kv heads")
+        expect_dim(name, a, 3, att.spec[d], d.replace("_", " "))
+    fp8 = kv_dtype in _FP8
+    if fp8 and (k_scale is None or v_scale is None):
+        raise ValueError(f"k_scale and v_scale (fp32 [1] or [num_kv_heads]) are required: the cache is {kv_dtype}")
+    if not fp8 and (k_scale is not None or v_scale is not None):
+        raise ValueError(f"k_scale/v_scale given but the cache holds {att.spec['dtype']} (spec kv_cache.dtype "
+                         f"{kv_dtype}); scales are for fp8 caches")
+    w = new_struct(CacheWrite, lib().attnc_cache_write_init)
+    w.key, w.value, w.key_cache, w.value_cache, w.slot_mapping = ka.ptr, va.ptr, kc.ptr, vc.ptr, sm.ptr
+    if sm.shape is None:
+        raise ValueError("slot_mapping must be a tensor (its length is num_tokens)")
+    w.num_tokens = sm.shape[0]
+    if ka.shape and ka.shape[0] < w.num_tokens:
+        raise ValueError(f"key has {ka.shape[0]} rows, fewer than slot_mapping's {w.num_tokens} tokens")
+    if va.shape and va.shape[0] < w.num_tokens:
+        raise ValueError(f"value has {va.shape[0]} rows, fewer than slot_mapping's {w.num_tokens} tokens")
+    if kc.shape and vc.shape and kc.shape[:2] != vc.shape[:2]:
+        raise ValueError(f"key_cache and value_cache differ in pages: {kc.shape} vs {vc.shape}")
+    parts = [ka, va, kc, vc, sm]
+    if fp8:
+        ks = arg("k_scale", k_scale, "[num_kv_heads]", _F32)
+        vs = arg("v_scale", v_scale, "[num_kv_heads]", _F32)
+        n = ks.shape[0] if ks.shape else 1
+        if n not in (1, hkv) or (vs.shape and vs.shape[0] != n):
+            raise ValueError(f"k_scale/v_scale must both be [1] or [num_kv_heads={hkv}], got "
+                             f"{ks.shape} and {vs.shape}")
+        w.k_scale, w.v_scale, w.per_head_scale = ks.ptr, vs.ptr, int(n == hkv and hkv > 1)
+        parts += [ks, vs]
+    for prefix, a in (("key", ka), ("value", va)):
+        if a.strides:
+            setattr(w, prefix + "_row_stride", a.strides[0])
+            setattr(w, prefix + "_head_stride", a.strides[1])
+    for prefix, a in (("key_cache", kc), ("value_cache", vc)):
+        if a.strides:
+            setattr(w, prefix + "_block_stride", a.strides[0])
+            setattr(w, prefix + "_page_stride", a.strides[1])
+            setattr(w, prefix + "_head_stride", a.strides[2])
+    if kc.shape:
+        w.num_blocks, w.block_size = kc.shape[0], kc.shape[1]
+    host = None
+    if check_slots and sm.tensor is not None:
+        host = sm.tensor.detach().to("cpu").contiguous()
+        w.host_slot_mapping = host.data_ptr()
+    same_device(*parts)
+    check(lib().attnc_attention_cache_write(att._h, ctypes.byref(w), ctypes.c_void_p(_stream(stream, ka))))
+

@@ -1,0 +1,203 @@
+// decode_bw: paged decode built for memory bandwidth (docs/kernels-decode.md). A block serves one
+// (request, kv head, split) and 16 packed rows (the group's q heads x the query tokens, RowMap), so
+// each KV head is read once. Unlike decode_split, the warps do not share K/V tiles: the block's key
+// range is cut into one run of tiles per warp, and every warp streams its run through its own
+// STAGES-deep cp.async pipeline with no block barrier in the loop, running the sm80 tile compute
+// (AttentionSm80<one warp>::compute_tile: S = QK^T, score and mask, online softmax, O += PV) on
+// its own 16 x BN tile. At the end the warps' softmax states and O accumulators are merged in
+// shared memory (features/lse.cuh), then stored as the output, or as a split's partial that
+// SplitCombine (combine.cuh) merges.
+//
+// K/V load with one page-table read per 16 keys (KvSource::group): page sizes are multiples of 16 and
+// tiles start at multiples of 16, so 16 keys never cross a page.
+//
+// Traits: as attention_sm80.cuh's, with kBlockM = 16 (the rows of a block), kWarps (warps on
+// separate keys), kBlockN (the keys of one warp's tile), kPaged, kPackGqa and kSplitKv true.
+#pragma once
+
+#include "attnc/families/attention_sm80.cuh"
+
+namespace attnc {
+
+// The sm80 tile compute run by one warp on 16 rows.
+template <class T>
+struct OneWarp : T {
+  static constexpr int kBlockM = 16;
+  static constexpr int kWarps = 1;
+};
+
+template <class T>
+struct DecodeBw {
+  using Tile = AttentionSm80<OneWarp<T>>;
+  using E = typename T::Element;
+  static constexpr int W = T::kWarps, BN = T::kBlockN, STAGES = T::kStages, DV = T::kHeadDimV;
+  static constexpr int NTHREADS = 32 * W;
+  static constexpr int KSTEPS = Tile::KSTEPS, DP = Tile::DP, DVP = Tile::DVP;
+  static_assert(T::kBlockM == 16, "a block holds 16 rows; warps split the keys");
+  static_assert(T::kPaged && T::kPackGqa, "decode reads a paged cache with the group packed");
+  static_assert(BN % 16 == 0, "tiles are whole 16-key page groups");
+
+  using QTile = typename Tile::QTile;
+  using KTile = typename Tile::KTile;
+  using VTile = typename Tile::VTile;
+  using KGroup = SmemTile<16, DP>;  // 16 rows of a K tile: same swizzle, rows 16 * g on
+  using VGroup = SmemTile<16, DVP>;
+  static constexpr int kWarpElems = STAGES * (KTile::kElems + VTile::kElems);  // one warp's stages
+  static constexpr int kPipeBytes = 2 * (QTile::kElems + W * kWarpElems);
+  // The merge overlays the pipeline: each warp's O [16][OS] fp32 (rows padded by 8 floats, so a
+  // quad's rows fall in different banks), then its row max and sum [16] apart from it.
+  static constexpr int OS = DV + 8;
+  static constexpr int kMergeBytes = 4 * W * 16 * OS;
+  static_assert(kMergeBytes <= kPipeBytes, "two stages of 16 keys hold a warp's 16 x Dv fp32 O");
+  static constexpr int kStatsOffset = kPipeBytes;
+  static constexpr int kSmemBytes = kStatsOffset + 4 * 2 * W * 16;
+
+  using Work = typename Tile::Work;
+  using State = typename Tile::State;
+  using Kv = typename Tile::Kv;
+  using MaskT = typename Tile::MaskT;
+
+  __device__ static void run(const AttentionParams& p, u16* smem) {
+    Work w;
+    if (!Tile::setup(p, smem, w)) return;
+    const int warp = w.tid / 32;
+    const Kv kv(p, w.seq, blockIdx.y);
+    const MaskT mask(w.sq, kv.sk, p.window_left, p.window_right);
+    const BlockRange block = block_range<BN>(mask, w.t0, w.t1, kv.sk, w.split, T::kSplitKv ? p.num_splits : 1);
+
+    load_q(p, w);
+    Work mine = w;  // this warp's keys, stages and lanes
+    mine.keys = warp_range(block, warp);
+    mine.sK = w.sQ + QTile::kElems + warp * kWarpElems;
+    mine.sV = mine.sK + STAGES * KTile::kElems;
+    mine.tid = w.tid % 32;
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; ++s) {
+      if (s < mine.keys.n_tiles) load_kv(mine, kv, s);
+      cp_async_commit();
+    }
+    cp_async_wait<STAGES - 1>();  // Q (the oldest group) has landed for this thread
+    __syncthreads();              // and for every thread
+
+    State st;
+    Tile::init_state(p, mine, st);
+    for (int it = 0; it < mine.keys.n_tiles; ++it) {
+      __syncwarp();  // the stage refilled next was read by every lane at it - 1
+      if (it + STAGES - 1 < mine.keys.n_tiles) load_kv(mine, kv, it + STAGES - 1);
+      cp_async_commit();
+      cp_async_wait<STAGES - 1>();
+      __syncwarp();  // every lane's copies of tile it are visible to the warp
+      Tile::compute_tile(p, mine, mask, kv.sk, it, st);
+    }
+    cp_async_wait<0>();
+    merge_and_store(p, mine, st);
+  }
+
+  // Warp `warp`'s run of the block's tiles: W contiguous runs whose lengths differ by at most one.
+  __device__ static BlockRange warp_range(const BlockRange& b, int warp) {
+    const int first = b.n_tiles * warp / W, last = b.n_tiles * (warp + 1) / W;
+    return {b.n_begin + first * BN, last - first};
+  }
+
+  // The block's 16 rows of Q, one cp.async group of its own (the oldest).
+  __device__ static void load_q(const AttentionParams& p, const Work& w) {
+    const u16* q = static_cast<const u16*>(p.q);
+    const auto q_row = [&](int r) {
+      return q + (w.q_begin + w.rows.token(r)) * p.q_row_stride + w.rows.head(r) * p.q_head_stride;
+    };
+    QTile::template load_rows_async<NTHREADS, 2 * KSTEPS, T::kHeadDim / 8>(w.sQ, q_row, w.rows_here, w.tid);
+    cp_async_commit();
+  }
+
+  // One warp's tile `tile` into its stage, 16 keys (one page-table read) at a time. A group past
+  // the KV length is zero-filled; its copies name the tile's first group, which exists.
+  __device__ static void load_kv(const Work& w, const Kv& kv, int tile) {
+    const int n0 = w.keys.n_begin + tile * BN, stage = tile % STAGES;
+    u16* sk = w.sK + stage * KTile::kElems;
+    u16* sv = w.sV + stage * VTile::kElems;
+#pragma unroll
+    for (int g = 0; g < BN / 16; ++g) {
+      const int n = n0 + 16 * g, valid = kv.sk - n;
+      const KvGroup rows = kv.group(valid > 0 ? n : n0);
+      KGroup::template load_rows_async<32, 2 * KSTEPS, T::kHeadDim / 8>(sk + 16 * g * DP, rows.k, valid, w.tid);
+      VGroup::template load_rows_async<32, 2 * Tile::DV16, DV / 8>(sv + 16 * g * DVP, rows.v, valid, w.tid);
+    }
+  }
+
+  // Merge the W warps' states and store the rows: the output and LSE (the sink joins here), or the
+  // split's normalised partial and base-2 LSE (the combine adds the sink once). `w` is this warp's
+  // Work (its rows are the block's); the thread index is read again here rather than kept live
+  // through the loop (d256 is at the register limit).
+  __device__ static void merge_and_store(const AttentionParams& p, const Work& w, State& st) {
+    const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+    float* s_o = reinterpret_cast<float*>(w.sQ);
+    float* s_max = reinterpret_cast<float*>(reinterpret_cast<char*>(w.sQ) + kStatsOffset);
+    float* s_sum = s_max + W * 16;
+    __syncthreads();  // every warp is done with Q and its stages: the merge overlays them
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const int row = st.row0 + 8 * r;
+      const float sum = quad_sum(st.softmax.row_sum[r]);
+      if (lane % 4 == 0) {
+        s_max[warp * 16 + row] = st.softmax.row_max[r];
+        s_sum[warp * 16 + row] = sum;
+      }
+#pragma unroll
+      for (int i = 0; i < 2 * Tile::DV16; ++i) {
+        const int col = i * 8 + st.col0;
+        if (col < DV)  // DV is a multiple of 8 and col0 even: col + 1 < DV too
+          *reinterpret_cast<float2*>(s_o + (warp * 16 + row) * OS + col) =
+              make_float2(st.acc_o[i][2 * r], st.acc_o[i][2 * r + 1]);
+      }
+    }
+    __syncthreads();
+
+    const bool partial = T::kSplitKv && p.num_splits > 1;
+    constexpr int kChunks = DV / 8;
+    for (int task = tid; task < 16 * kChunks; task += NTHREADS) {
+      const int row = task / kChunks, c = (task % kChunks) * 8;
+      if (row >= w.rows_here) break;  // tasks go row by row
+      float mx[W], sm[W], weight[W];
+#pragma unroll
+      for (int i = 0; i < W; ++i) {
+        mx[i] = s_max[i * 16 + row];
+        sm[i] = s_sum[i * 16 + row];
+      }
+      Lse2 total = lse2_union(mx, sm, weight);
+      float out_scale = 1.f;
+      if constexpr (T::kSinks)
+        if (!partial) out_scale = total.join(p.sinks[w.rows.head(row)] * kLog2e);
+      const float inv = total.sum > 0.f ? out_scale / total.sum : 0.f;
+      float acc[8];
+#pragma unroll
+      for (int j = 0; j < 8; ++j) acc[j] = 0.f;
+#pragma unroll
+      for (int i = 0; i < W; ++i) {
+        const float4* src = reinterpret_cast<const float4*>(s_o + (i * 16 + row) * OS + c);
+        const float4 a = src[0], b = src[1];
+        const float f = weight[i] * inv;
+        acc[0] += f * a.x; acc[1] += f * a.y; acc[2] += f * a.z; acc[3] += f * a.w;
+        acc[4] += f * b.x; acc[5] += f * b.y; acc[6] += f * b.z; acc[7] += f * b.w;
+      }
+      const int token = w.q_begin + w.rows.token(row), head = w.rows.head(row);
+      if (partial) {
+        const long long slot = ((long long)w.split * p.total_q + token) * p.num_q_heads + head;
+        float4* out = reinterpret_cast<float4*>(p.o_partial + slot * DV + c);
+        out[0] = make_float4(acc[0], acc[1], acc[2], acc[3]);
+        out[1] = make_float4(acc[4], acc[5], acc[6], acc[7]);
+        if (c == 0) p.lse_partial[slot] = total.value();
+      } else {
+        uint4 v;
+        v.x = pack2<E>(acc[0], acc[1]);
+        v.y = pack2<E>(acc[2], acc[3]);
+        v.z = pack2<E>(acc[4], acc[5]);
+        v.w = pack2<E>(acc[6], acc[7]);
+        *reinterpret_cast<uint4*>(static_cast<u16*>(p.o) + token * p.o_row_stride + head * p.o_head_stride + c) = v;
+        if constexpr (T::kLse != LseOut::none)
+          if (c == 0) p.lse[token * p.lse_row_stride + head * p.lse_head_stride] = lse_out<T::kLse>(total.value());
+      }
+    }
+  }
+};
+
+}  // namespace attnc
