@@ -299,6 +299,7 @@ AttentionReport check_attention(const KernelPlan& plan, const Kernel& kernel, co
     a.k = call.k.as();
     a.v = call.v.as();
     a.cu_seqlens_k = call.cu_k.as<int>();
+    a.total_k = b.total_k;
     call.host.cu_seqlens_k = b.cu_k.data();
   }
 

@@ -9,15 +9,7 @@ SpecKernel generate_kernel(const Spec& spec, KernelKind kind, const std::string&
   SpecKernel k;
   k.kind = kind;
   try {
-    Config config = default_config(spec, kind, arch);
-    if (!config_json.empty()) {
-      const Config asked = Config::from_json(config_json, config);
-      // Naming another attention family starts from that family's own default tiles.
-      config = asked.family == config.family || is_op_kind(kind)
-                   ? asked
-                   : Config::from_json(config_json, default_family_config(spec, kind, arch, asked.family));
-    }
-    k.plan = plan_kernel(spec, kind, config, arch);
+    k.plan = plan_kernel(spec, kind, config_for(spec, kind, arch, config_json), arch);
     k.source = emit_kernel(*k.plan);
   } catch (const NotSupportedYet& e) {
     k.skipped = e.what();

@@ -18,8 +18,9 @@ struct SpecKernel {
 };
 
 // One kernel of the spec. `config_json` overrides fields of the kind's default config (empty: the
-// defaults). A config that cannot work throws BadConfig; malformed JSON throws
-// std::invalid_argument. A kind the spec does not list is generated all the same.
+// defaults; a JSON naming another family starts from that family's defaults: config_for). A
+// config that cannot work throws BadConfig; malformed JSON throws std::invalid_argument. A kind
+// the spec does not list is generated all the same.
 SpecKernel generate_kernel(const Spec&, KernelKind, const std::string& arch, const std::string& config_json = "");
 
 // Every kernel the spec lists, with the defaults; `config_json` as above for each of them (so it

@@ -122,6 +122,10 @@ typedef struct attnc_call {
   int num_splits;  /* 0: dispatcher's choice (lowered to fit the workspace); N: exactly N */
   void* workspace; /* NULL: the handle's reserved workspace */
   size_t workspace_bytes;
+
+  /* Added after the first version (struct_size tells which fields a caller has). */
+  int total_k; /* rows of contiguous k and v; -1 (attnc_call_init): unknown. prefill_sm90 reads K/V
+                  through TMA and needs it */
 } attnc_call;
 
 /* What attnc_attention_run would use for a shape. */

@@ -58,6 +58,11 @@ def write_specs(workdir, page_size, only=None, decode_tuning=None):
         with open(s["path"], "w") as f:
             f.write(spec_yaml(s["name"], s["D"], s["causal"], s["kind"], page_size,
                               decode_tuning if s["kind"] == "decode" else None))
+        if s["kind"] == "prefill":  # the same layer held to prefill_sm80 (its heuristic): one column per family
+            s["sm80_path"] = os.path.join(workdir, s["name"] + "-sm80.yaml")
+            with open(s["sm80_path"], "w") as f:
+                f.write(spec_yaml(s["name"] + "-sm80", s["D"], s["causal"], s["kind"], page_size,
+                                  "{families: [prefill_sm80]}"))
         s["shapes_path"] = os.path.join(workdir, s["name"] + ".shapes.yaml")
         with open(s["shapes_path"], "w") as f:
             for sh in s["shapes"]:
@@ -116,8 +121,10 @@ def prefill_rows(spec, db, flex, block_mask_fn):
     with sdpa_kernel([SDPBackend.CUDNN_ATTENTION]):
         ref = F.scaled_dot_product_attention(q, kr, vr, is_causal=causal)
     ref = ref.transpose(1, 2).reshape(B * S, HQ, D)
-    for label, tuned in (("attnc_tuned", True), ("attnc_heuristic", False)) if db else (("attnc_heuristic", False),):
-        a = attnc.Attention(spec["path"], db=db or "none", use_tuning=tuned)
+    runs = (("attnc_tuned", spec["path"], True), ("attnc_heuristic", spec["path"], False)) if db else \
+        (("attnc_heuristic", spec["path"], False),)
+    for label, path, tuned in runs + (("attnc_sm80", spec["sm80_path"], False),):
+        a = attnc.Attention(path, db=db or "none", use_tuning=tuned)
         o = torch.empty_like(qa)
         fn = lambda: a.prefill(qa, ka, va, cu, cu, S, S, out=o, stream=stream())
         row[label] = tf(bench_ms(fn))
@@ -237,12 +244,12 @@ def ratio(a, b):
 def markdown(rows, jit, env):
     lines = [f"Measured {time.strftime('%Y-%m-%d')} on {env['name']} ({env['sms']} SMs), torch {env['torch']}, "
              f"cuDNN {env['cudnn']}; medians of triton do_bench (warm-up 50 ms, 200 ms of repeats).", "",
-             "| shape | unit | attnc tuned | attnc heuristic | cuDNN | FA2 (SDPA flash) | FlexAttention | "
-             "tuned / cuDNN | heuristic / cuDNN | tuned / heuristic |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "| shape | unit | attnc tuned | attnc heuristic | attnc prefill_sm80 | cuDNN | FA2 (SDPA flash) | "
+             "FlexAttention | tuned / cuDNN | heuristic / cuDNN | tuned / heuristic |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {r['shape']} | {r['unit']} | {fmt(r.get('attnc_tuned'))} | {fmt(r.get('attnc_heuristic'))} "
-                     f"| {fmt(r.get('cudnn'))} | {fmt(r.get('flash'))} | {fmt(r.get('flex'))} "
+                     f"| {fmt(r.get('attnc_sm80'))} | {fmt(r.get('cudnn'))} | {fmt(r.get('flash'))} | {fmt(r.get('flex'))} "
                      f"| {ratio(r.get('attnc_tuned'), r.get('cudnn'))} "
                      f"| {ratio(r.get('attnc_heuristic'), r.get('cudnn'))} "
                      f"| {ratio(r.get('attnc_tuned'), r.get('attnc_heuristic'))} |")

@@ -169,6 +169,7 @@ struct TimingInputs::Impl {
       a.k = base + k_off;
       a.v = base + v_off;
       a.cu_seqlens_k = m + B + 1;
+      a.total_k = total_k;
     }
     if (plan.alibi != Alibi::none) a.alibi_slopes = extras.as<float>();
     if (plan.sinks) a.sinks = extras.as<float>() + spec.num_q_heads;

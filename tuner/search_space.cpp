@@ -4,6 +4,7 @@
 
 #include "attnc/params/split_combine_shape.h"
 #include "generator/plan/plan_attention.h"
+#include "generator/plan/plan_prefill_sm90.h"
 
 namespace attnc {
 namespace {
@@ -55,6 +56,34 @@ std::vector<Config> family_space(const Spec& s, KernelKind kind, const Config& b
   return out;
 }
 
+// prefill_sm90's axes where its planner takes the spec: 2 or 3 consumer warpgroups, block_n, and
+// the default tile again with 3 stages and without ping-pong (the planner and pruning drop what
+// cannot fit).
+std::vector<Config> sm90_space(const Spec& s, KernelKind kind, const std::string& arch) {
+  std::vector<Config> out;
+  if (!prefill_sm90_refusal(s, kind, arch).empty()) return out;
+  const Config d = default_prefill_sm90_config(s);
+  for (int m : narrow({128, 192}, s.tuning.block_m))
+    for (int n : narrow({64, 96, 128, 176}, s.tuning.block_n))
+      for (int st : narrow({2}, s.tuning.stages)) {
+        Config c = d;
+        c.block_m = m;
+        c.warps = m / 16 + 4;
+        c.block_n = n;
+        c.stages = st;
+        out.push_back(c);
+      }
+  if (s.tuning.block_m.empty() && s.tuning.block_n.empty() && s.tuning.stages.empty()) {
+    Config c = d;
+    c.pingpong = false;
+    out.push_back(c);
+    c = d;
+    c.stages = 3;
+    out.push_back(c);
+  }
+  return out;
+}
+
 }  // namespace
 
 std::vector<Config> config_space(const Spec& s, KernelKind kind, const std::string& arch) {
@@ -64,7 +93,9 @@ std::vector<Config> config_space(const Spec& s, KernelKind kind, const std::stri
   std::stable_partition(families.begin(), families.end(), [&](const std::string& f) { return f == base.family; });
   for (const std::string& family : families) {
     if (!allowed_family(s, family)) continue;
-    for (const Config& c : family_space(s, kind, base, family))
+    const std::vector<Config> space =
+        family == kPrefillSm90 ? sm90_space(s, kind, arch) : family_space(s, kind, base, family);
+    for (const Config& c : space)
       if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
   }
   return out;
@@ -72,7 +103,14 @@ std::vector<Config> config_space(const Spec& s, KernelKind kind, const std::stri
 
 int estimate_registers(const Spec& s, KernelKind, const Config& c) {
   const int dv = round_up(s.head_dim_v, 16);
-  return dv / 2 + c.block_n / 2 + c.block_n / 4 + 48;
+  // prefill_sm90's operands come from shared memory through descriptors, not per-thread addresses.
+  const int rest = c.family == kPrefillSm90 ? 24 : 48;
+  return dv / 2 + c.block_n / 2 + c.block_n / 4 + rest;
+}
+
+int register_limit(const Config& c) {
+  if (c.family == kPrefillSm90) return c.block_m == 128 ? 240 : 160;  // what setmaxnreg gives a consumer
+  return kMaxRegistersPerThread;
 }
 
 std::string prune_reason(const Spec& s, KernelKind kind, const Config& c, const std::string& arch, int max_smem_optin) {
@@ -86,9 +124,9 @@ std::string prune_reason(const Spec& s, KernelKind kind, const Config& c, const 
     return c.short_name() + " needs " + std::to_string(plan.smem_bytes) +
            " bytes of shared memory; the device allows " + std::to_string(max_smem_optin) + " per block";
   const int regs = estimate_registers(s, kind, c);
-  if (regs > kMaxRegistersPerThread)
+  if (regs > register_limit(c))
     return c.short_name() + " needs about " + std::to_string(regs) + " registers per thread (limit " +
-           std::to_string(kMaxRegistersPerThread) + "): it would spill";
+           std::to_string(register_limit(c)) + "): it would spill";
   return "";
 }
 

@@ -17,6 +17,9 @@ namespace attnc {
 // prefill_sm80: warps {2,4,8} (block_m = 16 * warps), block_n {32,64,128}, stages {2,3}.
 // decode_split: warps {1,2,4}, block_n {32,64,128}, stages {2,3,4}.
 // decode_bw: warps {2,4,8} (block_m 16), block_n {16,32,64}, stages {2,3,4}.
+// prefill_sm90 (where its planner takes the spec: sm_90a, contiguous prefill): block_m {128,192}
+// (warps block_m / 16 + 4), block_n {64,96,128,176}, stages {2}; its default tile also with 3
+// stages and without ping-pong.
 // A spec's `tuning:` lists narrow each axis (block_m narrows warps through block_m = 16 * warps;
 // decode_bw needs 16 in it) and `families` the families.
 std::vector<Config> config_space(const Spec&, KernelKind, const std::string& arch);
@@ -26,10 +29,13 @@ std::vector<Config> config_space(const Spec&, KernelKind, const std::string& arc
 // and loop counters. Only good for telling "fits" from "clearly does not".
 int estimate_registers(const Spec&, KernelKind, const Config&);
 inline constexpr int kMaxRegistersPerThread = 255;
+// What a thread of the config's main loop may use: 255, or for prefill_sm90 the consumer
+// warpgroups' setmaxnreg budget (240 with two, 160 with three).
+int register_limit(const Config&);
 
 // Why `config` is dropped before compiling, or "" to keep it: the planner refuses it (BadConfig,
 // NotSupportedYet), its shared memory exceeds `max_smem_optin` (the device's opt-in limit per block;
-// <= 0: the arch's), or its register estimate is over kMaxRegistersPerThread.
+// <= 0: the arch's), or its register estimate is over register_limit.
 std::string prune_reason(const Spec&, KernelKind, const Config&, const std::string& arch, int max_smem_optin);
 
 // Per-call split counts to time for one compiled config on a bucket: decode tries 0 (the

@@ -9,6 +9,7 @@ namespace attnc {
 std::string Config::short_name() const {
   std::string s = "m" + std::to_string(block_m) + "n" + std::to_string(block_n) + "w" +
                   std::to_string(warps) + "s" + std::to_string(stages);
+  if (family == "prefill_sm90" && !pingpong) s += "np";
   return s;
 }
 
@@ -19,6 +20,7 @@ std::string Config::to_json() const {
   j["block_n"] = block_n;
   j["warps"] = warps;
   j["stages"] = stages;
+  if (family == "prefill_sm90") j["pingpong"] = pingpong;
   return j.dump();
 }
 
@@ -40,6 +42,11 @@ Config Config::from_json(const std::string& text, const Config& base) {
       c.family = it->get<std::string>();
       continue;
     }
+    if (key == "pingpong") {
+      if (!it->is_boolean()) throw std::invalid_argument("config.pingpong: expected true or false");
+      c.pingpong = it->get<bool>();
+      continue;
+    }
     int* field = key == "block_m"  ? &c.block_m
                  : key == "block_n" ? &c.block_n
                  : key == "warps"   ? &c.warps
@@ -47,7 +54,7 @@ Config Config::from_json(const std::string& text, const Config& base) {
                                     : nullptr;
     if (!field)
       throw std::invalid_argument("config." + key +
-                                  ": unknown field; allowed: family, block_m, block_n, warps, stages");
+                                  ": unknown field; allowed: family, block_m, block_n, warps, stages, pingpong");
     if (!it->is_number_integer()) throw std::invalid_argument("config." + key + ": expected an integer");
     *field = it->get<int>();
   }

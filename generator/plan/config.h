@@ -1,5 +1,6 @@
 // A Config is what the tuner may change without changing the result and what is compiled in:
-// template family, tiles, warps, pipeline stages. The split-KV count is per call
+// template family, tiles, warps, pipeline stages, and for prefill_sm90 the ping-pong of its
+// consumer warpgroups. The split-KV count is per call
 // (generator/split_kv.h; a tuning record keeps it beside the Config as TunedChoice::num_splits).
 #pragma once
 
@@ -13,8 +14,11 @@ struct Config {
   int block_n = 64;
   int warps = 8;
   int stages = 2;
+  bool pingpong = true;  // prefill_sm90: consumer warpgroups take turns issuing their GEMMs
 
-  // "m128n64w8s2": short, stable, used in kernel names.
+  // "m128n64w8s2" (+ "np" for prefill_sm90 without ping-pong): short, stable, used in kernel
+  // names. JSON names pingpong only for prefill_sm90, so other families' configs (and their
+  // records) read as before.
   std::string short_name() const;
   std::string to_json() const;
   // Fields present in `json` override `base`; throws std::invalid_argument naming the field.

@@ -50,8 +50,29 @@ Config default_config(const Spec& s, KernelKind kind, const std::string& arch) {
   return is_op_kind(kind) ? default_op_config(s, kind, arch) : default_attention_config(s, kind, arch);
 }
 
+Config config_for(const Spec& s, KernelKind kind, const std::string& arch, const std::string& config_json) {
+  Config base = default_config(s, kind, arch);
+  if (config_json.empty()) return base;
+  const std::string family = Config::from_json(config_json, base).family;
+  if (family != base.family) {
+    if (is_op_kind(kind)) base.family = family;  // the op planner names the right family
+    else base = default_family_config(s, kind, arch, family);
+  }
+  return Config::from_json(config_json, base);
+}
+
 KernelPlan plan_kernel(const Spec& s, KernelKind kind, const Config& c, const std::string& arch) {
   return is_op_kind(kind) ? plan_op_kernel(s, kind, c, arch) : plan_attention_kernel(s, kind, c, arch);
+}
+
+void check_key_tiles(const Config& c, int smem_bytes, const ArchInfo& arch, int max_stages) {
+  if (c.block_n < 16 || c.block_n > 256 || c.block_n % 16 != 0)
+    throw BadConfig("block_n " + std::to_string(c.block_n) + "; allowed: a multiple of 16 in 16..256");
+  if (c.stages < 2 || c.stages > max_stages)
+    throw BadConfig("stages " + std::to_string(c.stages) + "; allowed: 2.." + std::to_string(max_stages));
+  if (smem_bytes > arch.max_smem_per_block)
+    throw BadConfig(c.short_name() + " needs " + std::to_string(smem_bytes) + " bytes of shared memory; " + arch.name +
+                    " allows " + std::to_string(arch.max_smem_per_block));
 }
 
 KernelPlan base_plan(const Spec& s, KernelKind kind, const Config& c, const std::string& arch) {

@@ -70,10 +70,19 @@ struct KernelPlan {
 // The heuristic default for a spec and kind (what runs before any tuning).
 Config default_config(const Spec&, KernelKind, const std::string& arch);
 
+// The default config overridden by the fields of `config_json` (Config::from_json); a JSON that
+// names another family starts from that family's defaults, so {"family": "prefill_sm90"} alone is
+// a whole config. Throws std::invalid_argument for a bad JSON.
+Config config_for(const Spec&, KernelKind, const std::string& arch, const std::string& config_json);
+
 KernelPlan plan_kernel(const Spec&, KernelKind, const Config&, const std::string& arch);
 
 // The fields every family's plan starts from: kind, family (the config's), arch, spec and its id,
 // config. Families fill in their constants and launch shape.
 KernelPlan base_plan(const Spec&, KernelKind, const Config&, const std::string& arch);
+
+// The checks the attention families share (BadConfig): block_n a multiple of 16 in 16..256,
+// stages 2..max_stages, and `smem_bytes` within the arch's per-block limit.
+void check_key_tiles(const Config&, int smem_bytes, const ArchInfo& arch, int max_stages);
 
 }  // namespace attnc

@@ -3,13 +3,14 @@
 #include <algorithm>
 #include <vector>
 
+#include "generator/plan/plan_prefill_sm90.h"
 #include "generator/spec/spec_parse.h"
 
 namespace attnc {
 namespace {
 
 bool is_attention_family(const std::string& f) {
-  return f == "prefill_sm80" || f == "decode_split" || f == "decode_bw";
+  return f == "prefill_sm80" || f == "decode_split" || f == "decode_bw" || f == kPrefillSm90;
 }
 
 std::string family_list(KernelKind kind) {
@@ -18,9 +19,11 @@ std::string family_list(KernelKind kind) {
   return out;
 }
 
+// The families that make a kind. prefill_sm90 is planned for every kind: its planner refuses what
+// it cannot make with the reason (NotSupportedYet), e.g. paged prefill or decode.
 bool makes(const std::string& family, KernelKind kind) {
   const std::vector<std::string> fs = attention_families(kind);
-  return std::find(fs.begin(), fs.end(), family) != fs.end();
+  return family == kPrefillSm90 || std::find(fs.begin(), fs.end(), family) != fs.end();
 }
 
 // What the attention templates cannot express yet; each line names the feature.
@@ -67,14 +70,7 @@ void check_config(const Spec& s, const Config& c, const ArchInfo& arch) {
   if (!bw && c.block_m != 16 * c.warps)
     throw BadConfig("block_m " + std::to_string(c.block_m) + " with " + std::to_string(c.warps) + " warps; " +
                     c.family + " gives each warp 16 rows, so block_m must be " + std::to_string(16 * c.warps));
-  if (c.block_n < 16 || c.block_n > 256 || c.block_n % 16 != 0)
-    throw BadConfig("block_n " + std::to_string(c.block_n) + "; allowed: a multiple of 16 in 16..256");
-  if (c.stages < 2 || c.stages > max_stages)
-    throw BadConfig("stages " + std::to_string(c.stages) + "; allowed: 2.." + std::to_string(max_stages));
-  const int smem = smem_bytes(s, c);
-  if (smem > arch.max_smem_per_block)
-    throw BadConfig(c.short_name() + " needs " + std::to_string(smem) + " bytes of shared memory; " + arch.name +
-                    " allows " + std::to_string(arch.max_smem_per_block));
+  check_key_tiles(c, smem_bytes(s, c), arch, max_stages);
 }
 
 // Canonical mask code, so specs that compute the same mask share a kernel: a window (-1, 0) is
@@ -93,7 +89,7 @@ int padded_head_dim(int d) { return (d + 63) / 64 * 64; }
 
 std::vector<std::string> attention_families(KernelKind kind) {
   if (kind == KernelKind::decode) return {"decode_bw", "decode_split"};
-  return {"prefill_sm80"};
+  return {kPrefillSm90, "prefill_sm80"};  // prefill_sm90's planner refuses paged prefill with its reason
 }
 
 // decode_bw where it was measured (sm_90): 4 warps on separate keys, 16-key tiles, 3 stages (two
@@ -124,12 +120,20 @@ Config default_attention_config(const Spec& s, KernelKind kind, const std::strin
     } catch (const NotSupportedYet&) {
     }
   }
+  // On sm_90a prefill is prefill_sm90 wherever its planner takes the spec and the spec's
+  // tuning.families allows it.
+  const auto& families = s.tuning.families;
+  const bool sm90_allowed =
+      families.empty() || std::find(families.begin(), families.end(), kPrefillSm90) != families.end();
+  if (kind != KernelKind::decode && sm90_allowed && prefill_sm90_refusal(s, kind, arch).empty())
+    return default_prefill_sm90_config(s);
   return default_family_config(s, kind, arch, attention_families(kind).back());
 }
 
 Config default_family_config(const Spec& s, KernelKind kind, const std::string& arch, const std::string& family) {
   const ArchInfo info = arch_info(arch);
   if (family == "decode_bw") return default_decode_bw_config(s, info);
+  if (family == kPrefillSm90) return default_prefill_sm90_config(s);
   Config c;
   c.family = family;
   const int d = std::max(s.head_dim, s.head_dim_v);
@@ -153,7 +157,8 @@ KernelPlan plan_attention_kernel(const Spec& s, KernelKind kind, const Config& c
                     family_list(kind));
   check_supported(s, kind);
   if (c.family == "decode_bw") check_decode_bw(s);
-  check_config(s, c, info);
+  const bool sm90 = c.family == kPrefillSm90;
+  if (!sm90) check_config(s, c, info);
 
   KernelPlan p = base_plan(s, kind, c, arch);
   p.head_dim = s.head_dim;
@@ -167,8 +172,12 @@ KernelPlan plan_attention_kernel(const Spec& s, KernelKind kind, const Config& c
   p.paged = kind != KernelKind::prefill;
   p.pack_gqa = kind == KernelKind::decode;
   p.split_kv = kind == KernelKind::decode;
-  p.threads = 32 * c.warps;
-  p.smem_bytes = smem_bytes(s, c);
+  if (sm90) {
+    plan_prefill_sm90(s, kind, c, info, p);
+  } else {
+    p.threads = 32 * c.warps;
+    p.smem_bytes = smem_bytes(s, c);
+  }
   return p;
 }
 

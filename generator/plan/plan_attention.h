@@ -2,7 +2,7 @@
 // paged K/V) and decode_split (paged K/V, the q heads of a kv head packed into tile rows, runtime
 // split-KV with a combine entry), both over templates/attnc/families/attention_sm80.cuh; and
 // decode_bw (decode_bw.cuh: decode_split's rows, each warp streaming its own keys), the decode
-// default on sm_90.
+// default on sm_90; and prefill_sm90 (plan_prefill_sm90.h), the prefill default on sm_90a.
 #pragma once
 
 #include <string>

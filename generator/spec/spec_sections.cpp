@@ -204,7 +204,7 @@ void read_tuning(Reader& r, const Field& f, TuningSpaceSpec& t) {
   if (auto* x = find(m, "stages")) read_int_list(r, *x, 16, "1..16", "[2, 3]", t.stages);
   if (auto* x = find(m, "splits")) read_int_list(r, *x, 1024, "1..1024", "[1, 2, 4]", t.splits);
   if (auto* x = find(m, "families")) {
-    if (!r.is_seq(*x, "[prefill_sm80, decode_split]")) return;
+    if (!r.is_seq(*x, "[prefill_sm80, prefill_sm90, decode_split]")) return;
     for (std::size_t i = 0; i < x->value.size(); ++i) {
       const Field item = r.item(*x, i);
       std::string s;

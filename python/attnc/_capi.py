@@ -48,7 +48,8 @@ class Call(ctypes.Structure):
                 ("kv_indptr", c_void_p), ("kv_indices", c_void_p), ("kv_last_page_len", c_void_p),
                 ("softmax_scale", c_float), ("softcap", c_float), ("window_left", c_int), ("window_right", c_int),
                 ("alibi_slopes", c_void_p), ("alibi_batch_stride", c_ll), ("sinks", c_void_p),
-                ("num_splits", c_int), ("workspace", c_void_p), ("workspace_bytes", c_size_t)]
+                ("num_splits", c_int), ("workspace", c_void_p), ("workspace_bytes", c_size_t),
+                ("total_k", c_int)]
 
 
 class Selection(ctypes.Structure):

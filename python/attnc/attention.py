@@ -154,7 +154,8 @@ class Attention:
     def prefill(self, q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, out=None, lse=None,
                 stream=None, softmax_scale=None, **extra):
         """Contiguous varlen prefill: q [total_q, Hq, D], k/v [total_k, Hkv, D], cu_seqlens int32
-        [batch + 1]. Returns out (and lse when the spec has one)."""
+        [batch + 1]. Returns out (and lse when the spec has one). Raw pointers for k and v need
+        total_k=N (their rows): prefill_sm90 reads them through TMA tensor maps."""
         c, qa = self._start("prefill", q, extra)
         ka = arg("k", k, "[total_k, Hkv, D]", self._dtypes())
         va = arg("v", v, "[total_k, Hkv, Dv]", self._dtypes())
@@ -163,6 +164,10 @@ class Attention:
         expect_dim("v", va, 1, self.spec["num_kv_heads"], "kv heads")
         expect_dim("v", va, 2, self.spec["head_dim_v"], "head dim v")
         c.k, c.v = ka.ptr, va.ptr
+        c.total_k = ka.shape[0] if ka.shape else int(extra.pop("total_k", -1))
+        if va.shape and ka.shape and va.shape[0] != ka.shape[0]:
+            raise ValueError(f"k and v must have the same rows (total_k): {ka.shape[0]} and {va.shape[0]}")
+        extra.pop("total_k", None)
         if ka.strides:
             c.k_row_stride, c.k_head_stride = ka.strides[0], ka.strides[1]
         if va.strides:

@@ -40,6 +40,7 @@ void default_call(attnc_call& c) {
   c.dtype = ATTNC_DTYPE_UNSET;
   c.softcap = -1.f;
   c.window_left = c.window_right = -2;
+  c.total_k = -1;
 }
 
 int check_kind(int kind, KernelKind* out) {
@@ -154,6 +155,7 @@ void to_args(const attnc_call& c, AttentionArgs& a) {
   a.num_splits = c.num_splits;
   a.workspace = c.workspace;
   a.workspace_bytes = c.workspace_bytes;
+  a.total_k = c.total_k;  // -1 from the defaults for a caller older than the field
 }
 
 }  // namespace

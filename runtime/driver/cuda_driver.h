@@ -65,7 +65,11 @@ namespace attnc {
   X(GraphInstantiateWithFlags, (CUgraphExec*, CUgraph, unsigned long long))                    \
   X(GraphLaunch, (CUgraphExec, CUstream))                                                      \
   X(GraphExecDestroy, (CUgraphExec))                                                           \
-  X(GraphDestroy, (CUgraph))
+  X(GraphDestroy, (CUgraph))                                                                   \
+  X(TensorMapEncodeTiled, (CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*, \
+                           const cuuint64_t*, const cuuint32_t*, const cuuint32_t*,             \
+                           CUtensorMapInterleave, CUtensorMapSwizzle, CUtensorMapL2promotion,   \
+                           CUtensorMapFloatOOBfill))
 
 struct DriverApi {
 #define ATTNC_DECLARE_ENTRY(name, params) CUresult(*name) params = nullptr;

@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <string>
 
 #include "attnc/params/split_combine_shape.h"
+#include "runtime/driver/tensor_map.h"
 #include "runtime/launch/error_message.h"
 
 namespace attnc {
@@ -114,6 +116,38 @@ void check_window(const KernelPlan& plan, const AttentionArgs& a) {
   const bool same = plan.mask_kind == MaskKind::causal ? left == -1 && (right == 0 || a.window_right == -2) : left == -1 && right == -1;
   require(same, "window (", a.window_left, ", ", a.window_right, ") given but the kernel was compiled ",
           (plan.mask_kind == MaskKind::causal ? "causal" : "without a mask"), "; a window needs a sliding_window spec");
+}
+
+// One tensor map over a [rows, heads, cols] view (strides in elements), boxes of 64 columns by one
+// head by `box_rows` rows, 128-byte swizzle: the tiles prefill_sm90 loads.
+TmaDescriptor tensor_map(const char* name, const void* base, int cols, int heads, int rows, long long head_stride,
+                         long long row_stride, int box_rows) {
+  TensorMapView v;
+  v.base = base;
+  v.rank = 3;
+  v.dims[0] = cols, v.dims[1] = heads, v.dims[2] = std::max(rows, 1);
+  v.strides[1] = head_stride, v.strides[2] = row_stride;
+  v.box[0] = 64, v.box[1] = 1, v.box[2] = box_rows;
+  const std::string problem = tensor_map_problem(v);
+  require(problem.empty(), "prefill_sm90 reads ", name, " through TMA, which cannot take this view: ", problem);
+  const CUtensorMap map = encode_tensor_map(v, name);
+  static_assert(sizeof(CUtensorMap) == sizeof(TmaDescriptor), "a tensor map is 128 bytes");
+  TmaDescriptor d;
+  std::memcpy(&d, &map, sizeof d);
+  return d;
+}
+
+void set_tensor_maps(AttentionLaunch& l, const KernelPlan& plan, const AttentionArgs& a) {
+  const AttentionParams& p = l.params;
+  const Spec& s = plan.spec;
+  int total_k = a.total_k;
+  if (total_k < 0 && a.host && a.host->cu_seqlens_k) total_k = a.host->cu_seqlens_k[a.batch];
+  require(total_k >= 0, "prefill_sm90 reads K and V through TMA and needs total_k (the rows of k and v)");
+  const int bm = plan.config.block_m, bn = plan.config.block_n;
+  l.tensor_maps = true;
+  l.maps.q = tensor_map("q", p.q, plan.head_dim, s.num_q_heads, a.total_q, p.q_head_stride, p.q_row_stride, bm);
+  l.maps.k = tensor_map("k", p.k, plan.head_dim, s.num_kv_heads, total_k, p.k_head_stride, p.k_row_stride, bn);
+  l.maps.v = tensor_map("v", p.v, plan.head_dim_v, s.num_kv_heads, total_k, p.v_head_stride, p.v_row_stride, bn);
 }
 
 }  // namespace
@@ -249,6 +283,7 @@ AttentionLaunch prepare_attention(const KernelPlan& plan, const AttentionArgs& a
   l.grid.z = unsigned(blocks_z);
   l.block.x = unsigned(plan.threads);
   l.smem_bytes = plan.smem_bytes;
+  if (plan.family == "prefill_sm90") set_tensor_maps(l, plan, a);
   if (splits > 1) {
     l.combine = true;  // total_q >= 1 here, so the combine grid is not empty
     l.combine_grid.x = unsigned(((long long)a.total_q * hq + kCombineRowsPerBlock - 1) / kCombineRowsPerBlock);

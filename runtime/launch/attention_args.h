@@ -10,6 +10,7 @@
 #include <stdexcept>
 
 #include "attnc/params/params.h"
+#include "attnc/params/tensor_maps.h"
 #include "generator/plan/plan.h"
 #include "generator/split_kv.h"
 #include "runtime/driver/dim3.h"
@@ -50,6 +51,7 @@ struct AttentionArgs {
   const int* cu_seqlens_q = nullptr;  // device, [batch + 1]; null (decode only): one token per request
   const int* cu_seqlens_k = nullptr;  // device, [batch + 1]; contiguous K/V, or the fork's paged form
   int batch = 0;
+  int total_k = -1;          // rows of contiguous k and v (-1 unknown); prefill_sm90's TMA needs it or host cu_seqlens_k
   int max_seqlen_q = 0;      // host bound on query lengths (sizes the grid); 0 or 1 without cu_seqlens_q
   int total_q = 0;           // rows of q (head-major LSE stride, split partials); >= batch without cu_seqlens_q
 
@@ -98,6 +100,8 @@ using GridDims = Dim3;
 // (`<entry>_combine`) after it on the same stream.
 struct AttentionLaunch {
   AttentionParams params{};
+  AttentionTensorMaps maps{};  // prefill_sm90: its second kernel parameter
+  bool tensor_maps = false;
   GridDims grid, block;
   int smem_bytes = 0;
   bool combine = false;

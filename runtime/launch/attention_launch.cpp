@@ -6,7 +6,12 @@ void launch_attention(const Kernel& kernel, const Kernel* combine, const Attenti
   if (l.combine && !combine)
     throw BadCall("attention: the call splits KV into " + std::to_string(l.params.num_splits) +
                   " parts but no combine kernel (<entry>_combine) was given");
-  kernel.launch(l.grid, l.block, l.smem_bytes, stream, &l.params);
+  if (l.tensor_maps) {
+    void* args[] = {const_cast<AttentionParams*>(&l.params), const_cast<AttentionTensorMaps*>(&l.maps)};
+    kernel.launch_args(l.grid, l.block, l.smem_bytes, stream, args);
+  } else {
+    kernel.launch(l.grid, l.block, l.smem_bytes, stream, &l.params);
+  }
   if (l.combine) combine->launch(l.combine_grid, l.combine_block, 0, stream, &l.params);
 }
 

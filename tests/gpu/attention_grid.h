@@ -1,6 +1,7 @@
 // The attention correctness grid: which kernels (spec x kind) and which calls (lengths, cache
 // layout, page-table form, page size, splits, ...) gpu_attention_grid_test runs. Decode cases run
-// on the arch's default family (decode_bw on sm_90) and again on decode_split (`_decode_split`).
+// on the arch's default family (decode_bw on sm_90) and again on decode_split (`_decode_split`);
+// contiguous prefill cases on prefill_sm80 and again on prefill_sm90 (`sm90_`, skipped off sm_90a).
 // Not the full cartesian product: every value of every axis appears, and the pairs that interact
 // (layout x form, layout x page size, form x column offset, decode variant x splits, features x
 // kinds) are covered by rotating the runtime axes over the cases; attention_grid_coverage_test
@@ -27,7 +28,7 @@ struct GridCase {
 };
 
 // The config a case compiles: the arch's default, or the named family's (decode_split twins of the
-// decode cases keep that family tested where decode_bw is the default).
+// decode cases keep that family tested where decode_bw is the default; prefill names both of its).
 inline Config grid_config(const GridCase& c, const std::string& arch) {
   return c.family.empty() ? default_config(c.spec, c.kind, arch)
                           : default_family_config(c.spec, c.kind, arch, c.family);
@@ -266,6 +267,16 @@ inline std::vector<GridCase> attention_grid() {
   big_prefill.name = "paged_d256g8_win_softcap_fork_hnd_flashinfer_bs64_v_plane_past_2e31";
   out.push_back(big_prefill);
   for (GridCase& c : head_dim_sweep()) out.push_back(std::move(c));
+  // Every contiguous prefill case on both prefill families (prefill_sm90 skipped off sm_90a).
+  const size_t n = out.size();
+  for (size_t i = 0; i < n; ++i)
+    if (out[i].kind == KernelKind::prefill) {
+      out[i].family = "prefill_sm80";
+      GridCase c = out[i];
+      c.family = "prefill_sm90";
+      c.name = "sm90_" + c.name;
+      out.push_back(std::move(c));
+    }
   return out;
 }
 

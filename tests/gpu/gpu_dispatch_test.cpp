@@ -179,6 +179,7 @@ TEST_F(GpuDispatch, PrefillMatchesReference) {
   a.cu_seqlens_k = dck.as<int>();
   a.batch = 3;
   a.total_q = cq.back();
+  a.total_k = ck.back();
   a.max_seqlen_q = 200;
   a.max_seqlen_k = 300;
   att.run(a, KernelKind::prefill, stream_->handle());

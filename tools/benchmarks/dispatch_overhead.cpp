@@ -2,6 +2,8 @@
 //   BM_Select      bucket lookup + split choice (no GPU needed: a described H200 without one)
 //   BM_RunLaunch   Attention::run incl. prepare_attention and the launch (GPU)
 //   BM_DirectLaunch prepare_attention + launch_attention on a loaded kernel: the floor run() adds to
+//   BM_PreparePrefill/sm80, /sm90  prepare_attention of a contiguous prefill call; the sm90 one also
+//                  encodes the three TMA tensor maps (q, k, v), so the difference is their cost
 // Kernels are tiny (decode, batch 8, 512 keys) and the stream is drained every 256 calls outside
 // the timing, so the numbers are host time, not GPU time. The cache is a fresh temporary file.
 #include <benchmark/benchmark.h>
@@ -166,6 +168,32 @@ void BM_DirectLaunch(benchmark::State& state) {
   per_call(state);
 }
 BENCHMARK(BM_DirectLaunch);
+
+// A prefill call (4 requests of 512 tokens) prepared for either prefill family: no kernel runs,
+// the driver only encodes the sm90 tensor maps.
+void BM_PreparePrefill(benchmark::State& state, const char* family) {
+  if (!have_gpu()) return state.SkipWithError("no GPU");
+  gpu();
+  const Spec spec = parse_spec(kSpec, "bench.yaml");
+  const KernelPlan plan = plan_kernel(spec, KernelKind::prefill,
+                                      config_for(spec, KernelKind::prefill, "sm_90a",
+                                                 std::string(R"({"family":")") + family + "\"}"),
+                                      "sm_90a");
+  constexpr int kRequests = 4, kTokens = kRequests * kLen;
+  DeviceBuffer q(size_t(kTokens) * 32 * 128 * 2), kv(size_t(kTokens) * 8 * 128 * 2), cu(64);
+  std::vector<int> cu_host(kRequests + 1);
+  for (int i = 0; i <= kRequests; ++i) cu_host[i] = i * kLen;
+  cu.upload(cu_host);
+  AttentionArgs a;
+  a.q = q.as<void>(), a.o = q.as<void>(), a.k = kv.as<void>(), a.v = kv.as<void>();
+  a.cu_seqlens_q = a.cu_seqlens_k = cu.as<int>();
+  a.batch = kRequests, a.max_seqlen_q = kLen, a.total_q = kTokens, a.total_k = kTokens;
+  a.lse = nullptr;
+  for (auto _ : state) benchmark::DoNotOptimize(prepare_attention(plan, a));
+  per_call(state);
+}
+BENCHMARK_CAPTURE(BM_PreparePrefill, sm80, "prefill_sm80");
+BENCHMARK_CAPTURE(BM_PreparePrefill, sm90, "prefill_sm90");
 
 }  // namespace
 }  // namespace attnc

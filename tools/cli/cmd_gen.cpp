@@ -1,5 +1,6 @@
 // attnc gen: the generated CUDA source for a spec (and optionally its PTX or ptxas report), so a
 // person can read exactly what will be compiled. Needs no GPU.
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 
@@ -41,6 +42,17 @@ void run_gen(const GenOptions& o) {
                     k.source->launch.smem_bytes, c.report.stack_bytes, c.report.spill_stores,
                     c.report.spill_loads, c.compile_ms, c.ptxas_ms);
       text = buf;
+      // The compile's warnings verbatim, front end and ptxas (setmaxnreg ignored is C7508,
+      // serialised wgmma C7510): a lit test pins their absence.
+      std::string warnings;
+      int n = 0;
+      for (size_t at = 0; at < c.log.size();) {
+        const size_t end = std::min(c.log.find('\n', at), c.log.size());
+        const std::string line = c.log.substr(at, end - at);
+        if (line.find("warning") != std::string::npos && line.rfind("Remark", 0) != 0) warnings += line + "\n", ++n;
+        at = end + 1;
+      }
+      text += "warnings " + std::to_string(n) + "\n" + warnings;
     } else {
       text = k.source->source;
     }

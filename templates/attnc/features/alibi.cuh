@@ -13,7 +13,7 @@ template <Alibi KIND>
 struct AlibiBias {
   float neg_slope2 = 0.f;
 
-  __device__ AlibiBias() = default;
+  AlibiBias() = default;
   template <class P>
   __device__ AlibiBias(const P& p, int seq, int head) {
     if constexpr (KIND != Alibi::none) neg_slope2 = -p.alibi_slopes[seq * p.alibi_batch_stride + head] * kLog2e;

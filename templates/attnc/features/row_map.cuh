@@ -12,7 +12,7 @@ struct RowMap {
   int m0;         // first row of the block
   int head_base;  // plain: the q head; packed: kv_head * G
 
-  __device__ RowMap() = default;
+  RowMap() = default;
   __device__ RowMap(int m0_, int block_head) : m0(m0_), head_base(PACK ? block_head * G : block_head) {}
 
   __device__ static int rows_of(int sq) { return PACK ? sq * G : sq; }

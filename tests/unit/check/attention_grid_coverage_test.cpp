@@ -156,7 +156,8 @@ TEST(AttentionGrid, EveryKernelPlansAndCasesAreBounded) {
   }
   std::printf("grid: %zu cases, %zu kernels, %.3g reference flops per run of every case\n", names.size(),
               entries.size(), flops);
-  EXPECT_LT(entries.size(), 100u) << "compile time (in parallel on the GPU host: ~0.6 s a kernel over 16 cores)";
+  // Contiguous prefill runs on both prefill families: ~35 of them are prefill_sm90 (~1 s each).
+  EXPECT_LT(entries.size(), 130u) << "compile time (in parallel on the GPU host: ~0.6-1 s a kernel over 16 cores)";
   EXPECT_LT(flops, 2e11) << "the float64 reference runs twice per case on the GPU host's 16 cores";
 }
 

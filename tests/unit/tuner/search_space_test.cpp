@@ -28,16 +28,50 @@ TEST(SearchSpace, DefaultConfigComesFirstAndOnce) {
   }
 }
 
+// prefill_sm80 configs of a prefill space; its default on an arch without prefill_sm90.
+Config sm80(const Spec& s) { return config_for(s, KernelKind::prefill, "sm_90a", R"({"family":"prefill_sm80"})"); }
+
 TEST(SearchSpace, PrefillAxes) {
+  const auto on_sm80 = config_space(spec_from(), KernelKind::prefill, "sm_80");
+  EXPECT_EQ(on_sm80.size(), 18u);  // 3 warps x 3 block_n x 2 stages; no prefill_sm90 off sm_90a
+  // sm_90a: prefill_sm90's default first, its space (2 block_m x 4 block_n, one of them the
+  // default, and the default with 3 stages and without ping-pong), then the 18 sm80 points.
   const auto configs = config_space(spec_from(), KernelKind::prefill, "sm_90a");
-  EXPECT_EQ(configs.size(), 18u);  // default is one of 3 warps x 3 block_n x 2 stages
+  EXPECT_EQ(configs.size(), 28u);
+  EXPECT_EQ(configs.front().family, "prefill_sm90");
+  int sm80_points = 0, sm90_points = 0;
   for (const Config& c : configs) {
-    EXPECT_EQ(c.family, "prefill_sm80");
-    EXPECT_EQ(c.block_m, 16 * c.warps);
     EXPECT_EQ(c.to_json().find("splits"), std::string::npos);  // compiled configs carry no split count
-    EXPECT_TRUE(c.warps == 2 || c.warps == 4 || c.warps == 8) << c.short_name();
-    EXPECT_TRUE(c.stages == 2 || c.stages == 3) << c.short_name();
+    if (c.family == "prefill_sm80") {
+      ++sm80_points;
+      EXPECT_EQ(c.block_m, 16 * c.warps);
+      EXPECT_TRUE(c.warps == 2 || c.warps == 4 || c.warps == 8) << c.short_name();
+      EXPECT_TRUE(c.stages == 2 || c.stages == 3) << c.short_name();
+    } else {
+      ++sm90_points;
+      EXPECT_EQ(c.family, "prefill_sm90");
+      EXPECT_EQ(c.warps, c.block_m / 16 + 4) << c.short_name();
+      EXPECT_TRUE(c.block_m == 128 || c.block_m == 192) << c.short_name();
+      EXPECT_TRUE(c.block_n == 64 || c.block_n == 96 || c.block_n == 128 || c.block_n == 176) << c.short_name();
+    }
   }
+  EXPECT_EQ(sm80_points, 18);
+  EXPECT_EQ(sm90_points, 10);
+  const Spec only80 = spec_from("tuning: {families: [prefill_sm80]}\n");
+  for (const Config& c : config_space(only80, KernelKind::prefill, "sm_90a")) EXPECT_EQ(c.family, "prefill_sm80");
+}
+
+TEST(SearchSpace, Sm90PruningFollowsTheConsumerRegisterBudget) {
+  const Spec s = spec_from("", 64);
+  Config c = default_config(s, KernelKind::prefill, "sm_90a");  // 3 consumer warpgroups at d64
+  ASSERT_EQ(c.short_name(), "m192n128w16s2");
+  EXPECT_EQ(register_limit(c), 160);
+  EXPECT_EQ(prune_reason(s, KernelKind::prefill, c, "sm_90a", 0), "");
+  c.block_n = 176;  // S 88 + P 44 + O 32 + the rest: over 160
+  EXPECT_NE(prune_reason(s, KernelKind::prefill, c, "sm_90a", 0).find("registers"), std::string::npos);
+  c.block_m = 128;
+  c.warps = 12;  // two consumers get 240
+  EXPECT_EQ(prune_reason(s, KernelKind::prefill, c, "sm_90a", 0), "");
 }
 
 TEST(SearchSpace, DecodeAxesCoverBothFamiliesTheDefaultsFirst) {
@@ -70,8 +104,12 @@ TEST(SearchSpace, DecodeAxesCoverBothFamiliesTheDefaultsFirst) {
 TEST(SearchSpace, SpecTuningListsNarrowTheAxes) {
   const Spec s = spec_from("tuning: {warps: [4], block_n: [64], stages: [3]}\n");
   const auto configs = config_space(s, KernelKind::prefill, "sm_90a");
-  ASSERT_EQ(configs.size(), 2u);  // the default baseline and the one point
-  EXPECT_EQ(configs[1].short_name(), "m64n64w4s3");
+  // The default baseline, the baseline family's (prefill_sm90) two block_m at n64 s3, then the
+  // one sm80 point.
+  ASSERT_EQ(configs.size(), 4u);
+  EXPECT_EQ(configs[1].short_name(), "m128n64w12s3");
+  EXPECT_EQ(configs[2].short_name(), "m192n64w16s3");
+  EXPECT_EQ(configs[3].short_name(), "m64n64w4s3");
   const Spec m = spec_from("tuning: {block_m: [32, 128]}\n");
   for (const Config& c : config_space(m, KernelKind::prefill, "sm_90a"))
     if (!(c == default_config(m, KernelKind::prefill, "sm_90a"))) {
@@ -97,7 +135,7 @@ TEST(SearchSpace, SplitCountsFitTheKvLength) {
 
 TEST(SearchSpace, PrunesWhatCannotWork) {
   const Spec s = spec_from();
-  Config c = default_config(s, KernelKind::prefill, "sm_90a");
+  Config c = sm80(s);
   EXPECT_EQ(prune_reason(s, KernelKind::prefill, c, "sm_90a", 227 * 1024), "");
   Config bad = c;
   bad.block_m = 96;  // not 16 * warps: the planner refuses it
@@ -111,7 +149,7 @@ TEST(SearchSpace, PrunesWhatCannotWork) {
 
 TEST(SearchSpace, RegisterEstimatePrunesWideTilesAtHeadDim256) {
   const Spec s = spec_from("", 256);
-  Config c = default_config(s, KernelKind::prefill, "sm_90a");  // m64n32w4: fits
+  Config c = sm80(s);  // m64n32w4: fits
   EXPECT_LE(estimate_registers(s, KernelKind::prefill, c), kMaxRegistersPerThread);
   EXPECT_EQ(prune_reason(s, KernelKind::prefill, c, "sm_90a", 0), "");
   c.block_n = 128;  // O (128) + S (64) + P (32) + the rest: clearly over (and too much shared memory)
@@ -119,13 +157,13 @@ TEST(SearchSpace, RegisterEstimatePrunesWideTilesAtHeadDim256) {
   EXPECT_NE(prune_reason(s, KernelKind::prefill, c, "sm_90a", 0), "");
   // Dv 256 with a small D fits shared memory at BN 128 but not the register file.
   const Spec v = spec_from("head_dim_v: 256\n", 64);
-  Config w = default_config(v, KernelKind::prefill, "sm_90a");
+  Config w = sm80(v);
   w.block_n = 128;
   EXPECT_NE(prune_reason(v, KernelKind::prefill, w, "sm_90a", 0).find("registers"), std::string::npos)
       << prune_reason(v, KernelKind::prefill, w, "sm_90a", 0);
   // d128 at BN 64 is estimated near what ptxas reports (171).
   const Spec t = spec_from();
-  Config d = default_config(t, KernelKind::prefill, "sm_90a");
+  Config d = sm80(t);
   EXPECT_NEAR(estimate_registers(t, KernelKind::prefill, d), 171, 20);
 }
 

@@ -13,8 +13,10 @@
 namespace attnc {
 namespace {
 
+// The mma.sync families: their argument checks need no driver (prefill_sm90's tensor maps do).
 KernelPlan plan_for(const Spec& s, KernelKind kind = KernelKind::prefill) {
-  return plan_kernel(s, kind, default_config(s, kind, "sm_90a"), "sm_90a");
+  const std::string json = kind == KernelKind::decode ? "" : R"({"family":"prefill_sm80"})";
+  return plan_kernel(s, kind, config_for(s, kind, "sm_90a", json), "sm_90a");
 }
 
 Spec llama(LseLayout lse = LseLayout::none, float softcap = 0) {
@@ -62,6 +64,17 @@ TEST(AttentionArgs, GoodCallGivesContiguousStridesAndBase2Scale) {
   EXPECT_EQ(g.x, 3u);  // ceil(300 / 128)
   EXPECT_EQ(g.y, 32u);
   EXPECT_EQ(g.z, 2u);
+}
+
+// prefill_sm90 (the sm_90a default for prefill) reads K/V through TMA tensor maps, whose K and V
+// extents are the rows of k and v: a call that says neither total_k nor host cu_seqlens_k is
+// refused before the driver is asked for anything.
+TEST(AttentionArgs, PrefillSm90NeedsTotalK) {
+  const Spec s = llama();
+  const KernelPlan plan = plan_kernel(s, KernelKind::prefill, default_config(s, KernelKind::prefill, "sm_90a"), "sm_90a");
+  ASSERT_EQ(plan.family, "prefill_sm90");
+  EXPECT_EQ(plan.threads, 384);  // a producer warpgroup and two consumers
+  expect_bad(plan, good_args(), "prefill_sm90 reads K and V through TMA and needs total_k");
 }
 
 TEST(AttentionArgs, LseStridesFollowTheLayout) {

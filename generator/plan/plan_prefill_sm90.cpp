@@ -1,0 +1,61 @@
+#include "generator/plan/plan_prefill_sm90.h"
+
+#include <algorithm>
+
+namespace attnc {
+namespace {
+
+int blocks64(int d) { return (d + 63) / 64; }
+
+void check_config(const Spec& s, const Config& c, const ArchInfo& arch) {
+  if (c.block_m != 128 && c.block_m != 192)
+    throw BadConfig("block_m " + std::to_string(c.block_m) + "; prefill_sm90 gives each consumer warpgroup 64 rows " +
+                    "and runs 2 or 3 of them: allowed 128, 192");
+  if (c.warps != c.block_m / 16 + 4)
+    throw BadConfig("warps " + std::to_string(c.warps) + " with block_m " + std::to_string(c.block_m) +
+                    "; prefill_sm90 runs block_m / 16 consumer warps and a producer warpgroup, so warps must be " +
+                    std::to_string(c.block_m / 16 + 4));
+  check_key_tiles(c, prefill_sm90_smem_bytes(s, c), arch, 4);
+}
+
+}  // namespace
+
+std::string prefill_sm90_refusal(const Spec& s, KernelKind kind, const std::string& arch) {
+  if (arch != "sm_90a") return "prefill_sm90 needs sm_90a (wgmma, TMA, setmaxnreg); the target is " + arch;
+  if (kind == KernelKind::decode) return "prefill_sm90 makes prefill kernels; decode stays on decode_split";
+  if (kind != KernelKind::prefill)
+    return "prefill_sm90 reads contiguous K/V only (no paged cache yet); prefill_paged stays on prefill_sm80";
+  if (blocks64(s.head_dim_v) > blocks64(s.head_dim))
+    return "prefill_sm90 stages the output in the Q tile: head_dim_v " + std::to_string(s.head_dim_v) +
+           " needs more 64-column blocks than head_dim " + std::to_string(s.head_dim) + " has";
+  return "";
+}
+
+Config default_prefill_sm90_config(const Spec& s) {
+  Config c;
+  c.family = kPrefillSm90;
+  const int d = std::max(s.head_dim, s.head_dim_v);  // 3 x 64 rows only where O and S stay small
+  c.block_m = d <= 64 ? 192 : 128;
+  c.block_n = 128;
+  c.warps = c.block_m / 16 + 4;
+  c.stages = 2;
+  c.pingpong = true;
+  // Narrower key tiles until two stages fit (d192: 112, d256: 80).
+  while (c.block_n > 16 && prefill_sm90_smem_bytes(s, c) > arch_info("sm_90a").max_smem_per_block) c.block_n -= 16;
+  return c;
+}
+
+int prefill_sm90_smem_bytes(const Spec& s, const Config& c) {
+  const int dq = 64 * blocks64(s.head_dim), dv = 64 * blocks64(s.head_dim_v);
+  const int barriers = 8 * (1 + 4 * c.stages);
+  return 1024 + 2 * (c.block_m * dq + c.stages * c.block_n * (dq + dv)) + barriers;
+}
+
+void plan_prefill_sm90(const Spec& s, KernelKind kind, const Config& c, const ArchInfo& arch, KernelPlan& p) {
+  if (const std::string why = prefill_sm90_refusal(s, kind, arch.name); !why.empty()) throw NotSupportedYet(why);
+  check_config(s, c, arch);
+  p.threads = 32 * c.warps;
+  p.smem_bytes = prefill_sm90_smem_bytes(s, c);
+}
+
+}  // namespace attnc

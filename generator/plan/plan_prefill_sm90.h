@@ -1,0 +1,30 @@
+// Planning of prefill_sm90 (templates/attnc/families/prefill_sm90.cuh): wgmma + TMA with a producer
+// warpgroup and 2 or 3 consumer warpgroups of 64 rows each. Its Config: block_m = 64 * consumer
+// warpgroups (128 or 192), warps = all warps of the block (block_m / 16 + 4), block_n, stages,
+// pingpong. What it cannot take stays on prefill_sm80, and prefill_sm90_refusal says why.
+#pragma once
+
+#include <string>
+
+#include "generator/plan/plan.h"
+
+namespace attnc {
+
+inline constexpr const char* kPrefillSm90 = "prefill_sm90";
+
+// Why prefill_sm90 cannot make this kernel ("" when it can): the arch, the kind, head dims.
+std::string prefill_sm90_refusal(const Spec&, KernelKind, const std::string& arch);
+
+// The default tiles: 3 x 64 rows at d <= 64, 2 x 64 above; block_n 128, narrowed in steps of 16
+// until two stages fit shared memory (112 at d192, 80 at d256). FlashAttention-3's 176 for
+// unmasked d128 measured slower on the H200 (docs/kernels-prefill-sm90.md).
+Config default_prefill_sm90_config(const Spec&);
+
+// Shared memory of a config: the Q tile, `stages` K and V tiles (rows padded to 64 columns), the
+// barriers and 1 KiB to align the tiles.
+int prefill_sm90_smem_bytes(const Spec&, const Config&);
+
+// Throws NotSupportedYet (prefill_sm90_refusal) or BadConfig; fills the sm90 fields of `p`.
+void plan_prefill_sm90(const Spec&, KernelKind, const Config&, const ArchInfo&, KernelPlan& p);
+
+}  // namespace attnc

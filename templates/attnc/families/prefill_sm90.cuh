@@ -1,0 +1,353 @@
+// prefill_sm90: FlashAttention-3-style forward for Hopper (sm_90a). One block computes BLOCK_M =
+// 64 * W query rows of one (request, q head); W consumer warpgroups own 64 rows each, and one
+// producer warpgroup feeds them:
+//
+//   producer (setmaxnreg down)  one thread issues TMA: the Q tile once, then K and V tiles into
+//                               STAGES-deep rings (K of tile i+1 ahead of V of tile i, the order
+//                               the consumers use them), each stage an mbarrier pair full/empty.
+//   consumers (setmaxnreg up)   S = Q K^T by wgmma from shared memory; logits, mask and online
+//                               softmax in registers (features/); O += P V by wgmma with P in
+//                               registers. Inside a warpgroup the softmax of tile i overlaps the
+//                               Q K^T of tile i+1; across warpgroups a named-barrier token makes
+//                               them issue their GEMMs in turn (ping-pong), so one's softmax runs
+//                               under the other's tensor-core work.
+//   epilogue                    O / rowsum -> shared memory (each warpgroup's own Q rows, dead by
+//                               then) -> 16-byte stores; LSE per row.
+//
+// Tiles are SwizzledTile (128-byte swizzle): TMA writes them, wgmma reads them, no thread touches
+// them on the way. K/V rows past a request's end come from the next request (or zero fill past the
+// tensor) and are masked; query rows past it are computed and not stored.
+//
+// Traits (written by the emitter) supply:
+//   Element (bf16_t | fp16_t), kHeadDim, kHeadDimV (multiples of 8, <= 256, Dv's 64-column blocks
+//   no more than D's), kGroup, kBlockM (= 64 * kConsumerWarpgroups), kBlockN, kStages,
+//   kConsumerWarpgroups (2 or 3), kPingpong, kMask (MaskKind), kSoftcap, kAlibi (Alibi), kSinks,
+//   kLse (LseOut).
+#pragma once
+
+#include "attnc/features/alibi.cuh"
+#include "attnc/features/block_range.cuh"
+#include "attnc/features/logits.cuh"
+#include "attnc/features/lse.cuh"
+#include "attnc/features/mask.cuh"
+#include "attnc/features/online_softmax.cuh"
+#include "attnc/features/score.cuh"
+#include "attnc/params/params.h"
+#include "attnc/core/ptx.cuh"
+#include "attnc/sm90/mbarrier.cuh"
+#include "attnc/sm90/tma.cuh"
+#include "attnc/sm90/warpgroup.cuh"
+#include "attnc/sm90/wgmma.cuh"
+
+namespace attnc {
+
+template <class T>
+struct PrefillSm90 {
+  using E = typename T::Element;
+  static constexpr int D = T::kHeadDim, DV = T::kHeadDimV;
+  // Products run over whole k16 steps and n16 columns; TMA zero-fills the columns past D and Dv,
+  // so the padding adds nothing.
+  static constexpr int KSTEPS = (D + 15) / 16, DVN = (DV + 15) / 16 * 16;
+  static constexpr int W = T::kConsumerWarpgroups, BM = 64 * W, BN = T::kBlockN, STAGES = T::kStages;
+  static constexpr int kThreads = (W + 1) * kWarpgroupThreads;
+  static constexpr bool kPingpong = T::kPingpong && W > 1;
+  // Registers per thread after setmaxnreg: the producer keeps few, the consumers take the rest of
+  // the 64K register file.
+  static constexpr int kProducerRegs = W == 2 ? 24 : 32;
+  static constexpr int kConsumerRegs = W == 2 ? 240 : 160;
+  static_assert(T::kBlockM == BM, "each consumer warpgroup owns 64 rows");
+  static_assert(W == 2 || W == 3, "two or three consumer warpgroups");
+  static_assert(D % 8 == 0 && DV % 8 == 0 && D <= 256 && DV <= 256, "rows of whole 16-byte chunks, n <= 256");
+  static_assert(BN % 16 == 0 && BN <= 256, "key tiles of whole k16 steps");
+  static_assert(STAGES >= 2, "at least double buffering");
+  static_assert(kProducerRegs * kWarpgroupThreads + kConsumerRegs * W * kWarpgroupThreads <= 65536,
+                "the register file");
+
+  using QTile = SwizzledTile<BM, D>;
+  using KTile = SwizzledTile<BN, D>;
+  using VTile = SwizzledTile<BN, DV>;
+  using OTile = SwizzledTile<BM, DV>;  // staged over the Q tile: same rows, fewer or as many blocks
+  static_assert(OTile::kBlocks <= QTile::kBlocks, "the output tile fits in the Q tile");
+
+  // Shared memory: Q, the K ring, the V ring, then the barriers; 1 KiB of slack aligns the tiles.
+  struct Barriers {
+    u64 q_full;
+    u64 k_full[STAGES], k_empty[STAGES], v_full[STAGES], v_empty[STAGES];
+  };
+  static constexpr int kTileBytes = QTile::kBytes + STAGES * (KTile::kBytes + VTile::kBytes);
+  static constexpr int kSmemBytes = 1024 + kTileBytes + int(sizeof(Barriers));
+
+  // Named barriers: 0 is __syncthreads; 1..W pass the GEMM-issue token; W+1..2W are each consumer
+  // warpgroup's own.
+  static constexpr int kTokenBarrier = 1, kWarpgroupBarrier = 1 + W;
+
+  struct Smem {
+    u16* q;
+    u16* k;
+    u16* v;
+    Barriers* bar;
+    __device__ u16* k_stage(int s) const { return k + s * KTile::kElems; }
+    __device__ u16* v_stage(int s) const { return v + s * VTile::kElems; }
+  };
+
+  // What every thread knows about its block: the rows, the key tiles, where the request lives.
+  struct Block {
+    int seq, head, kv_head, m0, rows_here, sq, sk, q_begin, k_begin;
+    int n_begin, n_tiles;  // key tiles [n_begin, n_begin + n_tiles * BN)
+  };
+
+  __device__ static bool setup(const AttentionParams& p, Block& b) {
+    b.seq = blockIdx.z;
+    b.head = blockIdx.y;
+    b.kv_head = b.head / T::kGroup;
+    // Causal blocks further down see more keys: run them first.
+    const int m_block = T::kMask == MaskKind::causal ? gridDim.x - 1 - blockIdx.x : blockIdx.x;
+    b.q_begin = p.cu_seqlens_q[b.seq];
+    b.sq = p.cu_seqlens_q[b.seq + 1] - b.q_begin;
+    b.k_begin = p.cu_seqlens_k[b.seq];
+    b.sk = p.cu_seqlens_k[b.seq + 1] - b.k_begin;
+    b.m0 = m_block * BM;
+    if (b.m0 >= b.sq) return false;
+    b.rows_here = min(BM, b.sq - b.m0);
+    const Mask<T::kMask> mask(b.sq, b.sk, p.window_left, p.window_right);
+    const BlockRange r = block_range<BN>(mask, b.m0, b.m0 + b.rows_here, b.sk, 0, 1);
+    b.n_begin = r.n_begin;
+    b.n_tiles = r.n_tiles;
+    return true;
+  }
+
+  __device__ static void run(const AttentionParams& p, const AttentionTensorMaps& maps, unsigned char* smem_raw) {
+    Block b;
+    if (!setup(p, b)) return;
+
+    const u32 raw = smem_u32(smem_raw);
+    u16* tiles = reinterpret_cast<u16*>(smem_raw + (((raw + 1023) & ~1023u) - raw));
+    Smem sm{tiles, tiles + QTile::kElems, tiles + QTile::kElems + STAGES * KTile::kElems,
+            reinterpret_cast<Barriers*>(reinterpret_cast<unsigned char*>(tiles) + kTileBytes)};
+    if (threadIdx.x == 0) {
+      mbar_init(&sm.bar->q_full, 1);
+      for (int s = 0; s < STAGES; ++s) {
+        mbar_init(&sm.bar->k_full[s], 1);
+        mbar_init(&sm.bar->v_full[s], 1);
+        mbar_init(&sm.bar->k_empty[s], 4 * W);  // one arrival per consumer warp
+        mbar_init(&sm.bar->v_empty[s], 4 * W);
+      }
+      mbar_fence_init();
+    }
+    __syncthreads();
+
+    const int wg = warpgroup_index();
+    if (wg == 0) {
+      warpgroup_reg_dealloc<kProducerRegs>();
+      if (threadIdx.x == 0) load(p, maps, b, sm);
+    } else {
+      warpgroup_reg_alloc<kConsumerRegs>();
+      compute(p, b, sm, wg - 1);
+    }
+  }
+
+  // ---- producer -----------------------------------------------------------------------------
+
+  __device__ static void load(const AttentionParams& p, const AttentionTensorMaps& maps, const Block& b,
+                              const Smem& sm) {
+    tma_prefetch_descriptor(&maps.q);
+    tma_prefetch_descriptor(&maps.k);
+    tma_prefetch_descriptor(&maps.v);
+    mbar_arrive_expect_tx(&sm.bar->q_full, QTile::kBytes);
+#pragma unroll
+    for (int c = 0; c < QTile::kBlocks; ++c)
+      tma_load_3d(sm.q + c * BM * 64, &maps.q, &sm.bar->q_full, c * 64, b.head, b.q_begin + b.m0);
+
+    auto load_tile = [&](const TmaDescriptor* map, u16* dst, u64* full, u64* empty, int blocks, int tile_elems,
+                         int tile_bytes, int rows, int i) {
+      const int s = i % STAGES;
+      mbar_wait(&empty[s], ((i / STAGES) & 1) ^ 1);  // the consumers have released this stage
+      mbar_arrive_expect_tx(&full[s], tile_bytes);
+      const int row = b.k_begin + b.n_begin + i * BN;
+      for (int c = 0; c < blocks; ++c)
+        tma_load_3d(dst + s * tile_elems + c * rows * 64, map, &full[s], c * 64, b.kv_head, row);
+    };
+    auto load_k = [&](int i) {
+      load_tile(&maps.k, sm.k, sm.bar->k_full, sm.bar->k_empty, KTile::kBlocks, KTile::kElems, KTile::kBytes, BN, i);
+    };
+    auto load_v = [&](int i) {
+      load_tile(&maps.v, sm.v, sm.bar->v_full, sm.bar->v_empty, VTile::kBlocks, VTile::kElems, VTile::kBytes, BN, i);
+    };
+    if (b.n_tiles > 0) load_k(0);
+    for (int i = 0; i < b.n_tiles; ++i) {
+      if (i + 1 < b.n_tiles) load_k(i + 1);
+      load_v(i);
+    }
+  }
+
+  // ---- consumers ----------------------------------------------------------------------------
+
+  // S = Q K^T for this warpgroup's 64 rows and the K tile in stage s (issued, not waited).
+  __device__ static void issue_qk(float (&s)[BN / 8][4], const Smem& sm, int cw, int stage) {
+    const u32 q = smem_u32(sm.q), k = smem_u32(sm.k_stage(stage));
+#pragma unroll
+    for (int kk = 0; kk < KSTEPS; ++kk)
+      wgmma_ss<E, BN, 0>(s, QTile::desc_k_major(q, cw * 64, kk), KTile::desc_k_major(k, 0, kk), kk > 0);
+  }
+
+  // O += P V with P in registers (m16n8k16 A fragments per warp) and the V tile in stage s.
+  __device__ static void issue_pv(float (&o)[DVN / 8][4], const u32 (&pf)[BN / 16][4], const Smem& sm, int stage) {
+    const u32 v = smem_u32(sm.v_stage(stage));
+#pragma unroll
+    for (int kk = 0; kk < BN / 16; ++kk) wgmma_rs<E, DVN, 1>(o, pf[kk], VTile::desc_mn_major(v, kk), true);
+  }
+
+  // Probabilities (fp32 accumulator layout) -> the A operand of the next product.
+  __device__ static void to_operand(const float (&s)[BN / 8][4], u32 (&pf)[BN / 16][4]) {
+#pragma unroll
+    for (int kk = 0; kk < BN / 16; ++kk) {
+      pf[kk][0] = pack2<E>(s[2 * kk][0], s[2 * kk][1]);
+      pf[kk][1] = pack2<E>(s[2 * kk][2], s[2 * kk][3]);
+      pf[kk][2] = pack2<E>(s[2 * kk + 1][0], s[2 * kk + 1][1]);
+      pf[kk][3] = pack2<E>(s[2 * kk + 1][2], s[2 * kk + 1][3]);
+    }
+  }
+
+  // A stage is released by every consumer warp once its products have read it.
+  __device__ static void release(u64* empty) {
+    if (threadIdx.x % 32 == 0) mbar_arrive(empty);
+  }
+
+  // The GEMM-issue token (ping-pong): wait for this warpgroup's turn, pass it on.
+  __device__ static void token_wait(int cw) {
+    if constexpr (kPingpong) named_barrier_sync(kTokenBarrier + cw, 2 * kWarpgroupThreads);
+  }
+  __device__ static void token_pass(int cw) {
+    if constexpr (kPingpong) named_barrier_arrive(kTokenBarrier + (cw + 1) % W, 2 * kWarpgroupThreads);
+  }
+
+  __device__ static void compute(const AttentionParams& p, const Block& b, const Smem& sm, int cw) {
+    const int lane = threadIdx.x % 32, warp = (threadIdx.x / 32) % 4;
+    const int row0 = cw * 64 + warp * 16 + lane / 4;  // and row0 + 8, within the block
+    const int col0 = (lane % 4) * 2;
+    const int tok[2] = {b.m0 + row0, b.m0 + row0 + 8};
+    const Mask<T::kMask> mask(b.sq, b.sk, p.window_left, p.window_right);
+    const ScoreTransform<T::kSoftcap> score(p);
+    const AlibiBias<T::kAlibi> alibi[2] = {AlibiBias<T::kAlibi>(p, b.seq, b.head),
+                                           AlibiBias<T::kAlibi>(p, b.seq, b.head)};
+    const int t1 = b.m0 + b.rows_here;
+    auto logits = [&](float (&s)[BN / 8][4], int i) {
+      const int n0 = b.n_begin + i * BN;
+      apply_logits(s, score, alibi, mask, tok, n0, col0, b.sk, mask.tile_needs_mask(b.m0, t1, n0, n0 + BN, b.sk));
+    };
+
+    float o[DVN / 8][4];
+#pragma unroll
+    for (int i = 0; i < DVN / 8; ++i)
+#pragma unroll
+      for (int c = 0; c < 4; ++c) o[i][c] = 0.f;
+    OnlineSoftmax<2> softmax;
+    u32 pf[BN / 16][4];
+    float s[BN / 8][4];
+    float rescale[2];
+
+    if (kPingpong && cw == 0) named_barrier_arrive(kTokenBarrier, 2 * kWarpgroupThreads);  // the first turn
+    mbar_wait(&sm.bar->q_full, 0);
+
+    if (b.n_tiles > 0) {
+      mbar_wait(&sm.bar->k_full[0], 0);
+      wgmma_fence();
+      issue_qk(s, sm, cw, 0);
+      wgmma_commit();
+      wgmma_wait<0>();
+      fence_operand(s);
+      release(&sm.bar->k_empty[0]);
+      logits(s, 0);
+      softmax.update(s, rescale);
+      to_operand(s, pf);
+
+      // Tile i: Q K_i^T is issued before P_{i-1} V_{i-1}, so the softmax of tile i runs while
+      // the second product is still on the tensor cores.
+      for (int i = 1; i < b.n_tiles; ++i) {
+        const int st = i % STAGES, prev = (i - 1) % STAGES;
+        token_wait(cw);
+        mbar_wait(&sm.bar->k_full[st], (i / STAGES) & 1);
+        fence_operand(o);
+        wgmma_fence();
+        issue_qk(s, sm, cw, st);
+        wgmma_commit();
+        mbar_wait(&sm.bar->v_full[prev], ((i - 1) / STAGES) & 1);
+        issue_pv(o, pf, sm, prev);
+        wgmma_commit();
+        token_pass(cw);
+        wgmma_wait<1>();
+        fence_operand(s);
+        release(&sm.bar->k_empty[st]);
+        logits(s, i);
+        softmax.update(s, rescale);
+        wgmma_wait<0>();
+        fence_operand(o);
+        release(&sm.bar->v_empty[prev]);
+        OnlineSoftmax<2>::rescale_o(o, rescale);
+        to_operand(s, pf);
+      }
+
+      const int last = (b.n_tiles - 1) % STAGES;
+      mbar_wait(&sm.bar->v_full[last], ((b.n_tiles - 1) / STAGES) & 1);
+      fence_operand(o);
+      wgmma_fence();
+      issue_pv(o, pf, sm, last);
+      wgmma_commit();
+      wgmma_wait<0>();
+      fence_operand(o);
+      release(&sm.bar->v_empty[last]);
+    }
+    // The first warpgroup's opening turn leaves one pass from the last warpgroup unclaimed.
+    if (kPingpong && cw == 0) named_barrier_sync(kTokenBarrier, 2 * kWarpgroupThreads);
+
+    float inv_sum[2], lse2[2];
+    if constexpr (T::kSinks) {
+      const float sink = p.sinks[b.head] * kLog2e;
+      const float sink2[2] = {sink, sink};
+      softmax.template finish<true>(inv_sum, lse2, sink2);
+    } else {
+      softmax.finish(inv_sum, lse2);
+    }
+    store(p, b, sm, cw, row0, col0, o, inv_sum, lse2);
+  }
+
+  // ---- epilogue -----------------------------------------------------------------------------
+
+  __device__ static void store(const AttentionParams& p, const Block& b, const Smem& sm, int cw, int row0, int col0,
+                               const float (&o)[DVN / 8][4], const float (&inv_sum)[2], const float (&lse2)[2]) {
+    const int lane = threadIdx.x % 32;
+    named_barrier_sync(kWarpgroupBarrier + cw, kWarpgroupThreads);  // every warp's last Q K^T has read Q
+#pragma unroll
+    for (int i = 0; i < DVN / 8; ++i) {  // columns past Dv land in the tile's padding
+      *reinterpret_cast<u32*>(sm.q + OTile::offset(row0, i * 8 + col0)) =
+          pack2<E>(o[i][0] * inv_sum[0], o[i][1] * inv_sum[0]);
+      *reinterpret_cast<u32*>(sm.q + OTile::offset(row0 + 8, i * 8 + col0)) =
+          pack2<E>(o[i][2] * inv_sum[1], o[i][3] * inv_sum[1]);
+    }
+    if constexpr (T::kLse != LseOut::none) {
+      if (lane % 4 == 0) {
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+          const int row = row0 + r * 8;
+          if (row < b.rows_here)
+            p.lse[(b.q_begin + b.m0 + row) * p.lse_row_stride + b.head * p.lse_head_stride] =
+                lse_out<T::kLse>(lse2[r]);
+        }
+      }
+    }
+    named_barrier_sync(kWarpgroupBarrier + cw, kWarpgroupThreads);
+
+    constexpr int kChunks = DV / 8;  // 16-byte pieces per row
+    const int tid = threadIdx.x % kWarpgroupThreads;
+    u16* out = static_cast<u16*>(p.o) + b.head * p.o_head_stride;
+#pragma unroll
+    for (int i = tid; i < 64 * kChunks; i += kWarpgroupThreads) {
+      const int row = cw * 64 + i / kChunks, chunk = i % kChunks;
+      if (row < b.rows_here)
+        *reinterpret_cast<uint4*>(out + (b.q_begin + b.m0 + row) * p.o_row_stride + chunk * 8) =
+            *reinterpret_cast<const uint4*>(sm.q + OTile::offset(row, chunk * 8));
+    }
+  }
+};
+
+}  // namespace attnc
