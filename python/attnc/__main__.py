@@ -10,8 +10,10 @@ from . import _capi
 def cli_path():
     here = os.path.dirname(os.path.abspath(__file__))
     repo = os.path.dirname(os.path.dirname(here))
-    tried = [os.path.join(here, "bin", "attnc")] + [os.path.join(repo, b, "tools", "attnc")
-                                                  for b in ("build", "build-portable")]
+    # The wheel's bin/, then build trees, then tools/pack-device's layout (python/ beside tools/).
+    tried = ([os.path.join(here, "bin", "attnc")]
+             + [os.path.join(repo, b, "tools", "attnc") for b in ("build", "build-portable")]
+             + [os.path.join(repo, "tools", "attnc")])
     for path in tried:
         if os.access(path, os.X_OK):
             return path
