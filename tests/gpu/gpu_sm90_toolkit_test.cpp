@@ -170,7 +170,31 @@ void accumulator_position(int tid, int i, int& row, int& col) {
 
 std::string type_name(DType t) { return t == DType::bf16 ? "bf16_t" : "fp16_t"; }
 
-class Sm90Wgmma : public Sm90Toolkit, public ::testing::WithParamInterface<DType> {};
+class Sm90Wgmma : public Sm90Toolkit, public ::testing::WithParamInterface<DType> {
+ protected:
+  // Launches a one-warpgroup test kernel `entry(in0, in1, out)` that writes its 64 x n accumulators
+  // (n / 2 a thread, poisoned first) and checks each against want(row, col).
+  template <class Want>
+  void launch_and_check(Module& m, const char* entry, int smem, const DeviceBuffer& in0, const DeviceBuffer& in1,
+                        int n, Want want) {
+    DeviceBuffer dd(128 * (n / 2) * sizeof(float));
+    dd.memset(0xff);
+    const Kernel k = m.kernel(entry, smem);
+    const void* p0 = in0.as();
+    const void* p1 = in1.as();
+    float* pd = dd.as<float>();
+    void* args[] = {&p0, &p1, &pd};
+    k.launch_args({1}, {128}, smem, nullptr, args);
+    device_->synchronize();
+    const auto d = dd.download<float>();
+    for (int tid = 0; tid < 128; ++tid)
+      for (int i = 0; i < n / 2; ++i) {
+        int row, col;
+        accumulator_position(tid, i, row, col);
+        ASSERT_EQ(d[tid * (n / 2) + i], float(want(row, col))) << "row " << row << " col " << col;
+      }
+  }
+};
 
 // D[64 x 128] = A[64 x 128] B[128 x 128]^T, both K-major in shared memory (8 k-steps, two 64-column
 // blocks), written there by ordinary stores behind fence.proxy.async.
@@ -213,26 +237,12 @@ extern "C" __global__ void attnc_test_wgmma_ss(const unsigned short* a, const un
 }
 )");
   ATTNC_LOAD_OR_SKIP(m, cubin);
-  auto da = DeviceBuffer::from(a), db = DeviceBuffer::from(b);
-  DeviceBuffer dd(128 * (N / 2) * sizeof(float));
-  dd.memset(0xff);
-  const int smem = (64 + 128) * 128 * 2 + 1024;
-  const Kernel k = m.kernel("attnc_test_wgmma_ss", smem);
-  const void* pa = da.as();
-  const void* pb = db.as();
-  float* pd = dd.as<float>();
-  void* args[] = {&pa, &pb, &pd};
-  k.launch_args({1}, {128}, smem, nullptr, args);
-  device_->synchronize();
-  const auto d = dd.download<float>();
-  for (int tid = 0; tid < 128; ++tid)
-    for (int i = 0; i < N / 2; ++i) {
-      int row, col;
-      accumulator_position(tid, i, row, col);
-      int want = 0;
-      for (int kk = 0; kk < K; ++kk) want += A(row, kk) * B(col, kk);
-      ASSERT_EQ(d[tid * (N / 2) + i], float(want)) << "row " << row << " col " << col;
-    }
+  const auto da = DeviceBuffer::from(a), db = DeviceBuffer::from(b);
+  launch_and_check(m, "attnc_test_wgmma_ss", (64 + 128) * 128 * 2 + 1024, da, db, N, [&](int row, int col) {
+    int want = 0;
+    for (int kk = 0; kk < K; ++kk) want += A(row, kk) * B(col, kk);
+    return want;
+  });
 }
 
 // D[64 x 128] = A[64 x 32] B[32 x 128] with A in registers (m16n8k16 fragments) and B MN-major
@@ -282,26 +292,12 @@ extern "C" __global__ void attnc_test_wgmma_rs(const unsigned* frag, const unsig
 }
 )");
   ATTNC_LOAD_OR_SKIP(m, cubin);
-  auto dfrag = DeviceBuffer::from(frag), db = DeviceBuffer::from(b);
-  DeviceBuffer dd(128 * (N / 2) * sizeof(float));
-  dd.memset(0xff);
-  const int smem = 32 * 128 * 2 + 1024;
-  const Kernel k = m.kernel("attnc_test_wgmma_rs", smem);
-  const void* pf = dfrag.as();
-  const void* pb = db.as();
-  float* pd = dd.as<float>();
-  void* args[] = {&pf, &pb, &pd};
-  k.launch_args({1}, {128}, smem, nullptr, args);
-  device_->synchronize();
-  const auto d = dd.download<float>();
-  for (int tid = 0; tid < 128; ++tid)
-    for (int i = 0; i < N / 2; ++i) {
-      int row, col;
-      accumulator_position(tid, i, row, col);
-      int want = 1;
-      for (int kk = 0; kk < K; ++kk) want += A(row, kk) * B(kk, col);
-      ASSERT_EQ(d[tid * (N / 2) + i], float(want)) << "row " << row << " col " << col;
-    }
+  const auto dfrag = DeviceBuffer::from(frag), db = DeviceBuffer::from(b);
+  launch_and_check(m, "attnc_test_wgmma_rs", 32 * 128 * 2 + 1024, dfrag, db, N, [&](int row, int col) {
+    int want = 1;
+    for (int kk = 0; kk < K; ++kk) want += A(row, kk) * B(kk, col);
+    return want;
+  });
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, Sm90Wgmma, ::testing::Values(DType::bf16, DType::fp16),
