@@ -68,8 +68,9 @@ struct Attention::Impl {
   // when the tuned kernel serves, else the heuristic, lowered to what `workspace` holds.
   int splits(const BucketEntry& e, const KernelSlot& s, SplitShape shape, int forced, size_t workspace) const {
     shape.num_sms = sm_count.load(std::memory_order_relaxed);
-    const int tuned = &s == e.wanted ? e.choice.num_splits : 0;
-    return decide_num_splits(s.plan(), shape, forced, tuned, workspace);
+    int preferred = &s == e.wanted ? e.choice.num_splits : 0;
+    if (forced == 0 && preferred == 0 && s.plan().split_kv) preferred = s.heuristic_splits(shape);
+    return decide_num_splits(s.plan(), shape, forced, preferred, workspace);
   }
 
   // --- kernels and the device (dispatcher.cpp)

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "generator/emit/emit.h"
+#include "generator/split_kv.h"
 #include "runtime/compiler/kernel_builder.h"
 #include "runtime/driver/module.h"
 
@@ -47,6 +48,11 @@ class KernelSlot {
   // Set once when a background compile of this slot has been queued.
   std::atomic<bool> queued{false};
 
+  // The heuristic split count of a call shape (choose_num_splits), remembered for the last shape
+  // seen: a serving engine repeats one shape across every layer of a step, and decode_bw's model
+  // weighs up to 128 counts (~3 us). Thread-safe; a memo busy in another thread is bypassed.
+  int heuristic_splits(const SplitShape&) const;
+
  private:
   KernelOrigin build_locked(const BuildSettings&);
 
@@ -59,6 +65,9 @@ class KernelSlot {
   std::optional<Module> module_;
   std::optional<Kernel> kernel_, combine_;
   std::atomic<bool> loaded_{false}, failed_{false};
+  mutable std::mutex split_memo_mutex_;
+  mutable SplitShape split_memo_shape_{};
+  mutable int split_memo_ = 0;  // 0: nothing remembered
 };
 
 }  // namespace attnc

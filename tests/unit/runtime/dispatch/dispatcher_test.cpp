@@ -157,6 +157,22 @@ TEST_F(Dispatcher, SplitsAreLoweredToTheWorkspace) {
   EXPECT_EQ(att.select({KernelKind::prefill, 1, 8192, 8192}, SIZE_MAX).num_splits, 1);
 }
 
+// The heuristic's count is remembered per kernel for the last shape (select must cost nanoseconds
+// on a repeated shape); alternating shapes and workspaces still get the model's own answer.
+TEST_F(Dispatcher, RememberedHeuristicSplitsFollowTheShape) {
+  Attention att(spec_, options());
+  const KernelPlan plan = plan_kernel(spec_, KernelKind::decode, default_config(spec_, KernelKind::decode, "sm_90a"),
+                                      "sm_90a");
+  const int sms = test_device().sm_count;
+  for (int round = 0; round < 3; ++round)
+    for (const Problem& p : {Problem{KernelKind::decode, 2, 1, 3000}, Problem{KernelKind::decode, 48, 1, 3000},
+                             Problem{KernelKind::decode, 1, 1, 60000}, Problem{KernelKind::decode, 2, 1, 3000}}) {
+      const int model = choose_num_splits(plan, p.batch, p.max_seqlen_q, p.max_seqlen_k, sms);
+      EXPECT_EQ(att.select(p, SIZE_MAX).num_splits, model) << p.batch << " x " << p.max_seqlen_k;
+      EXPECT_EQ(att.select(p, 0).num_splits, 1);  // a remembered count is still lowered to the workspace
+    }
+}
+
 TEST_F(Dispatcher, WorkspaceNeededCoversSmallerBatches) {
   Attention att(spec_, options());
   const Problem largest{KernelKind::decode, 8, 1, 4096};
