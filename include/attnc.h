@@ -125,7 +125,8 @@ typedef struct attnc_call {
 
   /* Added after the first version (struct_size tells which fields a caller has). */
   int total_k; /* rows of contiguous k and v; -1 (attnc_call_init): unknown. prefill_sm90 reads K/V
-                  through TMA and needs it */
+                  through TMA and needs it (or host cu_seqlens_k); without it a prefill on sm_90a
+                  runs on prefill_sm80, at about 0.4x the speed */
 } attnc_call;
 
 /* What attnc_attention_run would use for a shape. */

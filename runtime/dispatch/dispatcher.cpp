@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cache/cache_path.h"
+#include "generator/plan/plan_attention.h"
 #include "generator/spec/spec_parse.h"
 #include "runtime/launch/attention_launch.h"
 #include "runtime/driver/cuda_driver.h"
@@ -125,6 +126,19 @@ void Attention::Impl::make_current() {
   Device& dev = device();
   CUcontext current = nullptr;  // contexts are per thread: a new caller thread gets ours
   if (api->CtxGetCurrent(&current) != CUDA_SUCCESS || current != dev.context()) dev.make_current();
+}
+
+KernelSlot* Attention::Impl::family_default_ready(KernelKind kind, const std::string& family, CUstream stream) {
+  KernelSlot* s;
+  {
+    std::lock_guard lock(resolve_mutex);
+    s = slot_for(kind, default_family_config(spec, kind, info().arch, family));
+  }
+  if (!s->loaded()) {
+    check_not_capturing(stream, std::string("attention ") + to_string(kind) + " on " + family);
+    s->load(settings, device());
+  }
+  return s;
 }
 
 KernelSlot* Attention::Impl::make_ready(BucketEntry& e, CUstream stream) {
@@ -266,6 +280,7 @@ void Attention::run(const AttentionArgs& a, KernelKind kind, CUstream stream) {
   ChoiceOrigin origin;
   KernelSlot* s = m.serving(e, &origin);
   if (!s->loaded()) s = m.make_ready(e, stream);
+  if (needs_total_k(s->plan()) && known_total_k(a) < 0) s = m.family_default_ready(kind, "prefill_sm80", stream);
   m.make_current();
 
   AttentionArgs args = a;

@@ -75,6 +75,9 @@ struct Attention::Impl {
 
   // --- kernels and the device (dispatcher.cpp)
   KernelSlot* make_ready(BucketEntry&, CUstream stream);  // the slow path of run()
+  // The family's default kernel of `kind` in `family`, loaded: serves calls the bucket's kernel
+  // cannot take (prefill_sm90 without total_k, from a caller that predates it).
+  KernelSlot* family_default_ready(KernelKind, const std::string& family, CUstream stream);
   // Refuses to load while `stream` is being captured; `what` names the call for the message.
   void check_not_capturing(CUstream stream, const std::string& what);
   // Makes the device's context current on this thread when it is not already.

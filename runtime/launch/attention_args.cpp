@@ -140,8 +140,7 @@ TmaDescriptor tensor_map(const char* name, const void* base, int cols, int heads
 void set_tensor_maps(AttentionLaunch& l, const KernelPlan& plan, const AttentionArgs& a) {
   const AttentionParams& p = l.params;
   const Spec& s = plan.spec;
-  int total_k = a.total_k;
-  if (total_k < 0 && a.host && a.host->cu_seqlens_k) total_k = a.host->cu_seqlens_k[a.batch];
+  const int total_k = known_total_k(a);
   require(total_k >= 0, "prefill_sm90 reads K and V through TMA and needs total_k (the rows of k and v)");
   const int bm = plan.config.block_m, bn = plan.config.block_n;
   l.tensor_maps = true;
@@ -283,7 +282,7 @@ AttentionLaunch prepare_attention(const KernelPlan& plan, const AttentionArgs& a
   l.grid.z = unsigned(blocks_z);
   l.block.x = unsigned(plan.threads);
   l.smem_bytes = plan.smem_bytes;
-  if (plan.family == "prefill_sm90") set_tensor_maps(l, plan, a);
+  if (needs_total_k(plan)) set_tensor_maps(l, plan, a);
   if (splits > 1) {
     l.combine = true;  // total_q >= 1 here, so the combine grid is not empty
     l.combine_grid.x = unsigned(((long long)a.total_q * hq + kCombineRowsPerBlock - 1) / kCombineRowsPerBlock);

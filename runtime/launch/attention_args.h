@@ -115,4 +115,12 @@ AttentionLaunch prepare_attention(const KernelPlan&, const AttentionArgs&);  // 
 // has exactly one token, whatever max_seqlen_q says.
 inline int query_len_bound(const AttentionArgs& a) { return a.cu_seqlens_q ? a.max_seqlen_q : 1; }
 
+// Rows of contiguous k and v: total_k, else the host's cu_seqlens_k; -1 when neither says
+// (prefill_sm90's tensor maps need it; the dispatcher serves such a call with prefill_sm80).
+inline int known_total_k(const AttentionArgs& a) {
+  if (a.total_k >= 0) return a.total_k;
+  return a.host && a.host->cu_seqlens_k ? a.host->cu_seqlens_k[a.batch] : -1;
+}
+inline bool needs_total_k(const KernelPlan& plan) { return plan.family == "prefill_sm90"; }
+
 }  // namespace attnc
