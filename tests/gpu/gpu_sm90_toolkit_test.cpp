@@ -41,6 +41,16 @@ class Sm90Toolkit : public ::testing::Test {
     if (device_->arch() != "sm_90a") return "the sm90 toolkit needs sm_90a, the device is " + device_->arch();
     return "";
   }
+  // Launches `entry(int* out)` on one block of `threads` and returns its `n` ints (poisoned first).
+  std::vector<int> run_ints(Module& m, const char* entry, unsigned threads, int n, unsigned char poison) {
+    DeviceBuffer out(n * sizeof(int));
+    out.memset(poison);
+    int* p = out.as<int>();
+    void* args[] = {&p};
+    m.kernel(entry).launch_args({1}, {threads}, 0, nullptr, args);
+    device_->synchronize();
+    return out.download<int>();
+  }
   std::unique_ptr<Device> device_;
 };
 #define ATTNC_LOAD_OR_SKIP(module, cubin)                       \
@@ -69,14 +79,8 @@ extern "C" __global__ void attnc_test_mbarrier(int* out) {
 }
 )");
   ATTNC_LOAD_OR_SKIP(m, cubin);
-  DeviceBuffer out(6 * sizeof(int));
-  out.memset(0x7f);
-  int* p = out.as<int>();
-  void* args[] = {&p};
-  m.kernel("attnc_test_mbarrier").launch_args({1}, {96}, 0, nullptr, args);
-  device_->synchronize();
   // Fresh: phase 0 open, the one before it (parity 1) counts as done. Then each completion flips.
-  EXPECT_EQ(out.download<int>(), (std::vector<int>{0, 1, 1, 0, 1, 0}));
+  EXPECT_EQ(run_ints(m, "attnc_test_mbarrier", 96, 6, 0x7f), (std::vector<int>{0, 1, 1, 0, 1, 0}));
 }
 
 TEST_F(Sm90Toolkit, TmaLoadsSwizzledBoxWithZeroFillAndStoresClipped) {
@@ -331,13 +335,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attnc_test_roles(int* out) 
 }
 )");
   ATTNC_LOAD_OR_SKIP(m, cubin);
-  DeviceBuffer out(257 * sizeof(int));
-  out.memset(0xff);
-  int* p = out.as<int>();
-  void* args[] = {&p};
-  m.kernel("attnc_test_roles").launch_args({1}, {384}, 0, nullptr, args);
-  device_->synchronize();
-  const auto o = out.download<int>();
+  const auto o = run_ints(m, "attnc_test_roles", 384, 257, 0xff);
   for (int t = 0; t < 256; ++t) {
     const int wg = 1 + t / 128, want = (t < 128 ? 3 * t + 1 : 5 * (t - 128) + 2) * wg;
     ASSERT_EQ(o[t], want) << t;
