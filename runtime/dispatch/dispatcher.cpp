@@ -128,16 +128,18 @@ void Attention::Impl::make_current() {
   if (api->CtxGetCurrent(&current) != CUDA_SUCCESS || current != dev.context()) dev.make_current();
 }
 
-KernelSlot* Attention::Impl::family_default_ready(KernelKind kind, const std::string& family, CUstream stream) {
+KernelSlot* Attention::Impl::sm80_prefill_ready(CUstream stream) {
+  if (KernelSlot* s = sm80_prefill.load(std::memory_order_acquire)) return s;
   KernelSlot* s;
   {
     std::lock_guard lock(resolve_mutex);
-    s = slot_for(kind, default_family_config(spec, kind, info().arch, family));
+    s = slot_for(KernelKind::prefill, default_family_config(spec, KernelKind::prefill, info().arch, "prefill_sm80"));
   }
   if (!s->loaded()) {
-    check_not_capturing(stream, std::string("attention ") + to_string(kind) + " on " + family);
+    check_not_capturing(stream, "attention prefill on prefill_sm80 (a call without total_k)");
     s->load(settings, device());
   }
+  sm80_prefill.store(s, std::memory_order_release);
   return s;
 }
 
@@ -280,7 +282,7 @@ void Attention::run(const AttentionArgs& a, KernelKind kind, CUstream stream) {
   ChoiceOrigin origin;
   KernelSlot* s = m.serving(e, &origin);
   if (!s->loaded()) s = m.make_ready(e, stream);
-  if (needs_total_k(s->plan()) && known_total_k(a) < 0) s = m.family_default_ready(kind, "prefill_sm80", stream);
+  if (needs_total_k(s->plan()) && known_total_k(a) < 0) s = m.sm80_prefill_ready(stream);
   m.make_current();
 
   AttentionArgs args = a;

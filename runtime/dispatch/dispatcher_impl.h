@@ -75,9 +75,9 @@ struct Attention::Impl {
 
   // --- kernels and the device (dispatcher.cpp)
   KernelSlot* make_ready(BucketEntry&, CUstream stream);  // the slow path of run()
-  // The family's default kernel of `kind` in `family`, loaded: serves calls the bucket's kernel
-  // cannot take (prefill_sm90 without total_k, from a caller that predates it).
-  KernelSlot* family_default_ready(KernelKind, const std::string& family, CUstream stream);
+  // prefill_sm80's default prefill kernel, loaded: serves prefill calls that prefill_sm90 cannot
+  // take (no total_k, from a caller that predates it). Found and loaded once, then read lock-free.
+  KernelSlot* sm80_prefill_ready(CUstream stream);
   // Refuses to load while `stream` is being captured; `what` names the call for the message.
   void check_not_capturing(CUstream stream, const std::string& what);
   // Makes the device's context current on this thread when it is not already.
@@ -109,6 +109,7 @@ struct Attention::Impl {
   std::optional<DeviceInfo> device_info;
   std::atomic<const DeviceInfo*> info_ptr{nullptr};
   std::atomic<int> sm_count{0};
+  std::atomic<KernelSlot*> sm80_prefill{nullptr};  // set by sm80_prefill_ready once loaded
   std::unique_ptr<Device> device_owner;
   std::atomic<Device*> device_ptr{nullptr};
   const DriverApi* api = nullptr;  // set with the device
