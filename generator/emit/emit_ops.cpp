@@ -46,11 +46,13 @@ std::string cache_write_traits(const KernelPlan& p) {
 
 }  // namespace
 
-bool is_op_family(const std::string& f) { return f == "merge_states" || f == "cache_write"; }
+bool is_op_family(const std::string& f) { return f == "merge_states" || f == "cache_write" || f == "lse_correct"; }
 
 std::string emit_op_source(const KernelPlan& p, const std::string& entry) {
   if (p.family == "merge_states")
     return emit(p, entry, "merge_states.cuh", "MergeStates", "MergeParams", merge_traits(p));
+  if (p.family == "lse_correct")  // the same traits: the element type only
+    return emit(p, entry, "lse_correct.cuh", "LseCorrect", "LseCorrectParams", merge_traits(p));
   if (p.family == "cache_write")
     return emit(p, entry, "cache_write.cuh", "CacheWrite", "CacheWriteParams", cache_write_traits(p));
   throw NotSupportedYet("family " + p.family);

@@ -14,8 +14,9 @@ namespace attnc {
 
 // prefill: varlen Q/K/V, contiguous K/V. prefill_paged: K/V read from a paged cache. decode: paged,
 // query heads of one kv head packed into the rows of a tile, split-KV with a combine entry.
-// merge: merge_attn_states. cache_write: reshape_and_cache_flash.
-enum class KernelKind { prefill, prefill_paged, decode, merge, cache_write };
+// merge: merge_attn_states. cache_write: reshape_and_cache_flash. lse_correct: decode context
+// parallelism's LSE correction (an op of the layer, never in a spec's `kernels:` list).
+enum class KernelKind { prefill, prefill_paged, decode, merge, cache_write, lse_correct };
 const char* to_string(KernelKind);
 std::vector<KernelKind> kernels_of(const Spec&);
 

@@ -1,10 +1,10 @@
-"""The layer's ops through the C API (attnc_attention_merge / _cache_write / _cascade): tensors
+"""The layer's ops through the C API (attnc_attention_merge / _cache_write / _lse_correct): tensors
 checked here first (device, dtype, rank, innermost stride), then the library checks the call
 against the spec before anything is loaded or launched."""
 import ctypes
 
 from . import _capi
-from ._capi import CacheWrite, Merge, check, lib, new_struct
+from ._capi import CacheWrite, LseCorrect, Merge, check, lib, new_struct
 from ._tensors import TORCH_DTYPES, arg, expect_dim, same_device
 
 _F32 = ("float32",)
@@ -60,6 +60,60 @@ def merge(att, output, prefix_output, prefix_lse, suffix_output, suffix_lse, out
         m.output_lse = ol.ptr
     same_device(o, po, so, pl, sl, ol)
     check(lib().attnc_attention_merge(att._h, ctypes.byref(m), ctypes.c_void_p(_stream(stream, o))))
+    return output
+
+
+def lse_correct(att, output, partial, lses, rank, output_lse=None, stream=None, lse_base=None):
+    """Decode context parallelism's LSE correction (docs/dcp.md) on the layer of the gathered query
+    heads: partial [num_tokens, H, Dv] is this rank's attention over its shard, lses fp32 [N, ...]
+    the all-gathered LSEs of the N ranks in the spec's LSE layout ([N, H, num_tokens] head-major,
+    [N, num_tokens, H] token-major). output: [num_tokens, H, Dv] (may be partial itself), or
+    [N, num_tokens, H / N, Dv] for a reduce-scatter over heads (head h in chunk h // (H / N)).
+    output_lse: fp32 [H, num_tokens], the LSE over all ranks' keys."""
+    dt = (TORCH_DTYPES[att.spec["dtype"]],)
+    pa = arg("partial", partial, "[num_tokens, num_heads, head_size]", dt)
+    oa = arg("output", output, "[num_tokens, num_heads, head_size] or [chunks, num_tokens, heads_per_chunk, head_size]",
+             dt)
+    la = arg("lses", lses, "[world_size, num_heads, num_tokens]", _F32)
+    ol = arg("output_lse", output_lse, "[num_heads, num_tokens]", _F32, required=False)
+    if lse_base not in _capi.LSE_BASES:
+        raise ValueError(f"lse_base {lse_base!r}: expected None (the spec's), 'e' or '2'")
+    if not (pa.shape and oa.shape and la.shape):
+        raise ValueError("output, partial and lses must be tensors (their shapes give the sizes)")
+    tokens, heads, d = pa.shape
+    n = la.shape[0]
+    head_major = att.spec["lse_layout"] != "token_major"
+    want = (n, heads, tokens) if head_major else (n, tokens, heads)
+    if la.shape != want:
+        raise ValueError(f"lses must be [world_size, {'num_heads, num_tokens' if head_major else 'num_tokens, num_heads'}]"
+                         f" = {want} (the spec's LSE layout), got {la.shape}")
+    c = new_struct(LseCorrect, lib().attnc_lse_correct_init)
+    c.output, c.partial, c.lses = oa.ptr, pa.ptr, la.ptr
+    c.num_tokens, c.num_heads, c.head_size, c.world_size, c.rank = tokens, heads, d, n, int(rank)
+    if len(oa.shape) == 4:
+        chunks, t, c.heads_per_chunk, dd = oa.shape
+        if (chunks * c.heads_per_chunk, t, dd) != (heads, tokens, d):
+            raise ValueError(f"output {oa.shape} must be [chunks, num_tokens, heads_per_chunk, head_size] with chunks * "
+                             f"heads_per_chunk = {heads}, num_tokens {tokens}, head_size {d}")
+        c.output_chunk_stride, c.output_row_stride, c.output_head_stride = oa.strides[:3]
+    else:
+        if oa.shape != pa.shape:
+            raise ValueError(f"output has shape {oa.shape}, partial {pa.shape}: they must match")
+        c.output_row_stride, c.output_head_stride = oa.strides[:2]
+    c.partial_row_stride, c.partial_head_stride = pa.strides[:2]
+    c.lses_rank_stride = la.strides[0]
+    if head_major:
+        c.lses_head_stride, c.lses_token_stride = la.strides[1], la.strides[2]
+    else:
+        c.lses_token_stride, c.lses_head_stride = la.strides[1], la.strides[2]
+    if ol is not None:
+        if ol.shape != (heads, tokens):
+            raise ValueError(f"output_lse must be [num_heads, num_tokens] = {(heads, tokens)}, got {ol.shape}")
+        c.output_lse = ol.ptr
+        c.output_lse_head_stride, c.output_lse_token_stride = ol.strides
+    c.lse_base = _capi.LSE_BASES[lse_base]
+    same_device(oa, pa, la, ol)
+    check(lib().attnc_attention_lse_correct(att._h, ctypes.byref(c), ctypes.c_void_p(_stream(stream, pa))))
     return output
 
 

@@ -125,6 +125,18 @@ class Attention:
         return _ops.merge(self, output, prefix_output, prefix_lse, suffix_output, suffix_lse, output_lse, stream,
                           lse_base)
 
+    def lse_correct(self, output, partial, lses, rank, output_lse=None, stream=None, lse_base=None):
+        """Decode context parallelism's LSE correction into `output`; see attnc._ops.lse_correct."""
+        return _ops.lse_correct(self, output, partial, lses, rank, output_lse, stream, lse_base)
+
+    def dcp_context_yaml(self, world_size):
+        """The spec (YAML) of the layer a decode context parallel rank runs over its shard, this
+        layer being the rank's own: world_size times the query heads, no mask, the LSE returned
+        (docs/dcp.md). Raises AttncError (not supported) for ALiBi, windows, sinks, block sparsity."""
+        buf = ctypes.create_string_buffer(16384)
+        check(lib().attnc_attention_dcp_context_yaml(self._h, int(world_size), buf, len(buf)))
+        return buf.value.decode()
+
     def cache_write(self, key, value, key_cache, value_cache, slot_mapping, k_scale=None, v_scale=None, stream=None,
                     check_slots=False):
         """vLLM's reshape_and_cache_flash into the paged caches; see attnc._ops.cache_write."""

@@ -83,14 +83,6 @@ int to_options(const attnc_options* in, AttentionOptions* out) {
 }
 
 // Copies `text` and its NUL into the caller's buffer, or says how much it needs.
-int copy_out(const std::string& text, char* out, size_t size) {
-  if (text.size() + 1 > size)
-    return fail(ATTNC_ERR_BUFFER_TOO_SMALL, "the buffer holds " + std::to_string(size) + " bytes, the result needs " +
-                                                std::to_string(text.size() + 1));
-  std::memcpy(out, text.c_str(), text.size() + 1);
-  return ATTNC_OK;
-}
-
 template <class Make>
 int create(const char* what, const char* text, const attnc_options* options, attnc_attention** out, Make make) {
   if (!out) return fail(ATTNC_ERR_INVALID_ARGUMENT, "out is NULL: pass the address of an attnc_attention*");
