@@ -153,10 +153,10 @@ TEST_P(GpuLseCorrect, EveryRankMatchesFloat64Reference) {
     all_partials.insert(all_partials.end(), partial.begin(), partial.end());
   }
   // The point of it all: the corrected outputs summed over ranks are the attention over all keys,
-  // the N partials weighted by their LSEs (merge, N - 1 times, in float64).
-  std::vector<double> merged(all_partials.begin(), all_partials.begin() + rows * D), merged_lse(rows);
-  for (size_t r = 0; r < rows; ++r) merged_lse[r] = lses_ref[r];
-  for (int rank = 1; rank < N; ++rank) {
+  // the N partials weighted by their LSEs (merged one by one, in float64).
+  // From nothing (0, -inf), so a rank with no keys counts as nothing even when it is the only one.
+  std::vector<double> merged(rows * D, 0.0), merged_lse(rows, -std::numeric_limits<double>::infinity());
+  for (int rank = 0; rank < N; ++rank) {
     std::vector<double> next(all_partials.begin() + rank * rows * D, all_partials.begin() + (rank + 1) * rows * D);
     std::vector<double> next_lse(lses_ref.begin() + rank * rows, lses_ref.begin() + (rank + 1) * rows);
     for (auto* l : {&next_lse, &merged_lse})  // merge takes +inf as empty; NaN is empty here too
