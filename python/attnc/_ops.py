@@ -21,9 +21,10 @@ def _stream(stream, a):
 
 
 def merge(att, output, prefix_output, prefix_lse, suffix_output, suffix_lse, output_lse=None, stream=None,
-          lse_base=None):
+          lse_base=None, run=True):
     """vLLM's merge_attn_states: outputs [num_tokens, num_heads, head_size] in the spec's dtype,
-    LSEs fp32 [num_heads, num_tokens] (any strides). lse_base None: the spec's ('e' or '2')."""
+    LSEs fp32 [num_heads, num_tokens] (any strides). lse_base None: the spec's ('e' or '2').
+    run=False: check and return the attnc_merge without running it."""
     dt = (TORCH_DTYPES[att.spec["dtype"]],)
     lay = "[num_tokens, num_heads, head_size]"
     o, po, so = (arg(n, x, lay, dt) for n, x in (("output", output), ("prefix_output", prefix_output),
@@ -59,17 +60,19 @@ def merge(att, output, prefix_output, prefix_lse, suffix_output, suffix_lse, out
     if ol is not None:
         m.output_lse = ol.ptr
     same_device(o, po, so, pl, sl, ol)
+    if not run:
+        return m
     check(lib().attnc_attention_merge(att._h, ctypes.byref(m), ctypes.c_void_p(_stream(stream, o))))
     return output
 
 
 def cache_write(att, key, value, key_cache, value_cache, slot_mapping, k_scale=None, v_scale=None, stream=None,
-                check_slots=False):
+                check_slots=False, run=True):
     """vLLM's reshape_and_cache_flash: key/value [num_tokens(+padding), Hkv, D], caches
     [num_blocks, block_size, Hkv, D] (vLLM's layout; other layouts as strided views), slot_mapping
     int64 [num_tokens] (< 0 skips a token). fp8 caches (spec kv_cache.dtype fp8_*): k_scale and
     v_scale fp32 [1] or [Hkv]. check_slots: copy slot_mapping to the host and check every slot
-    first (synchronises)."""
+    first (synchronises). run=False: check and return the attnc_cache_write without running it."""
     dt = (TORCH_DTYPES[att.spec["dtype"]],)
     kv_dtype = att.spec["kv_cache_dtype"]
     cache_dt = _FP8.get(kv_dtype, dt)
@@ -128,5 +131,7 @@ def cache_write(att, key, value, key_cache, value_cache, slot_mapping, k_scale=N
         host = sm.tensor.detach().to("cpu").contiguous()
         w.host_slot_mapping = host.data_ptr()
     same_device(*parts)
+    if not run:
+        return w
     check(lib().attnc_attention_cache_write(att._h, ctypes.byref(w), ctypes.c_void_p(_stream(stream, ka))))
 
