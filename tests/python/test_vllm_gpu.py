@@ -8,13 +8,14 @@ flash_attn_with_kvcache with split-KV forced and managed; ALiBi and sinks; merge
 (fullgraph) over the drop-ins, and a decode step captured in a CUDA graph and replayed on fresh
 inputs. Outputs are poisoned with NaN first. Skips without torch + CUDA.
 """
+import math
 import os
 import sys
 import unittest
 
 if os.environ.get("ATTNC_TEST_INSTALLED") != "1":
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
-from attnc import _memo, _variants, vllm  # noqa: E402
+from attnc import _memo, _variants, flashinfer, vllm  # noqa: E402
 
 try:
     import torch
@@ -256,6 +257,54 @@ class VllmGrid(unittest.TestCase):
                 torch.testing.assert_close(got_v.float(), want_v, rtol=0.07, atol=2e-3)
             written = (kc.reshape(-1, 2 * 128).float() != 0).any(-1)
             self.assertEqual(int(written.sum()), int(keep.sum()))
+
+
+def flashinfer_table(batch, offset=3):
+    """FlashInfer's page table for a PagedBatch: indptr starting at `offset` into indices."""
+    pages = [(int(n) + BLOCK - 1) // BLOCK for n in batch.seqused_k.tolist()]
+    indices = torch.cat([torch.zeros(offset, dtype=torch.int32, device="cuda")]
+                        + [batch.block_table[r, :n] for r, n in enumerate(pages)])
+    indptr = torch.tensor([offset + sum(pages[:i]) for i in range(len(pages) + 1)], dtype=torch.int32)
+    last = torch.tensor([int(n) - (p - 1) * BLOCK for n, p in zip(batch.seqused_k.tolist(), pages)],
+                        dtype=torch.int32)
+    return indptr, indices, last
+
+
+@unittest.skipUnless(HAVE_GPU, "needs torch with CUDA")
+class FlashInfer(unittest.TestCase):
+    def test_decode_wrapper_5d_nhd_cache(self):
+        batch = PagedBatch(8, 2, 128, [(1, n) for n in (16, 33, 900, 2000)], num_blocks=1024)
+        indptr, indices, last = flashinfer_table(batch)
+        w = flashinfer.BatchDecodeWithPagedKVCacheWrapper(torch.empty(64 << 20, dtype=torch.uint8, device="cuda"))
+        w.plan(indptr, indices, last, 8, 2, 128, BLOCK, q_data_type=torch.bfloat16, sm_scale=0.1)
+        kv = torch.stack([batch.k_cache, batch.v_cache], dim=1)  # [pages, 2, page, Hkv, D]
+        out, lse = w.run(batch.q, kv, return_lse=True)
+        ref, ref_lse = batch.reference(scale=0.1)
+        close(self, out, ref, "flashinfer decode")
+        torch.testing.assert_close(lse.double(), ref_lse.T / math.log(2), atol=3e-3, rtol=1e-3)  # [T, H], base 2
+        out2 = w.run(batch.q, kv)  # a second call replays the checked one
+        close(self, out2, ref, "flashinfer decode, replayed")
+        with self.assertRaises(ValueError) as cm:
+            w.run(batch.q[:3], kv)
+        self.assertIn("q has shape (3, 8, 128), the plan says (4, 8, 128)", str(cm.exception))
+        with self.assertRaises(NotImplementedError) as cm:
+            w.plan(indptr, indices, last, 8, 2, 128, BLOCK, pos_encoding_mode="ROPE_LLAMA")
+        self.assertIn("pos_encoding_mode='ROPE_LLAMA'", str(cm.exception))
+        with self.assertRaises(ValueError) as cm:
+            w.plan(indptr, indices, last + 100, 8, 2, 128, BLOCK)
+        self.assertIn("last_page_len[0] = 116; allowed: 1..16", str(cm.exception))
+
+    def test_prefill_wrapper_hnd_views(self):
+        batch = PagedBatch(8, 2, 128, REQUESTS, num_blocks=2048)
+        indptr, indices, last = flashinfer_table(batch, offset=0)
+        w = flashinfer.BatchPrefillWithPagedKVCacheWrapper(torch.empty(64 << 20, dtype=torch.uint8, device="cuda"),
+                                                           "HND")
+        w.plan(batch.cu_seqlens_q.cpu(), indptr, indices, last, 8, 2, 128, BLOCK, causal=True, window_left=255,
+               logits_soft_cap=50.0, q_data_type="bfloat16")
+        hnd = (batch.k_cache.permute(0, 2, 1, 3), batch.v_cache.permute(0, 2, 1, 3))  # [pages, Hkv, page, D] views
+        out = w.run(batch.q, hnd)
+        ref, _ = batch.reference(scale=128 ** -0.5, window=(255, 0), softcap=50.0)
+        close(self, out, ref, "flashinfer prefill, HND")
 
 
 def _decode_step(q, k_new, v_new, slots, batch, out):
