@@ -69,7 +69,8 @@ def spec_yaml(dtype, head_dim, head_dim_v, num_q_heads, num_kv_heads, page_size=
 
 class Variant:
     """An Attention and its managed workspace."""
-    __slots__ = ("att", "handle", "workspace", "workspace_ptr", "workspace_bytes", "covered", "kept", "lse_layout")
+    __slots__ = ("att", "handle", "workspace", "workspace_ptr", "workspace_bytes", "covered", "kept", "lse_layout",
+                 "cascade_ws")
 
     def __init__(self, yaml_text, device):
         self.att = Attention(yaml_text, device=device, **_options)
@@ -78,6 +79,7 @@ class Variant:
         self.covered = {}  # kind -> (batch, max_seqlen_q, max_seqlen_k, forced splits) the workspace serves
         self.kept = []     # replaced workspaces: a captured CUDA graph may still write them
         self.lse_layout = self.att.spec["lse_layout"]
+        self.cascade_ws = None
 
     def workspace_for(self, kind, batch, max_seqlen_q, max_seqlen_k, num_splits, device):
         """(pointer, bytes) of a workspace for this decode shape: the current one when it covers the
@@ -101,6 +103,20 @@ class Variant:
             self.workspace_ptr, self.workspace_bytes = self.workspace.data_ptr(), need
         self.covered[kind] = want
         return self._ptr()
+
+    def cascade_workspace(self, num_tokens, device):
+        """A byte tensor for a cascade call of num_tokens (grown to the next power of two, never
+        while capturing; replaced ones kept alive as the split-KV workspace's are)."""
+        ws = self.cascade_ws
+        import torch
+        if ws is not None and (ws.shape[0] >= self.att.cascade_workspace_needed(num_tokens)
+                               or torch.cuda.is_current_stream_capturing()):
+            return ws
+        if ws is not None:
+            self.kept.append(ws)
+        self.cascade_ws = torch.empty(max(1, self.att.cascade_workspace_needed(_pow2(num_tokens))), dtype=torch.uint8,
+                                      device=device)
+        return self.cascade_ws
 
     def _ptr(self):
         return self.workspace_ptr, self.workspace_bytes

@@ -17,6 +17,7 @@ from ._capi import Call, check, lib, new_struct
 from ._tensors import arg, same_device
 
 __all__ = ["flash_attn_varlen_func", "flash_attn_with_kvcache", "merge_attn_states", "reshape_and_cache_flash",
+           "cascade_attention",
            "get_kv_cache_shape", "get_kv_cache_stride_order", "is_fa_version_supported", "flash_attn_supports_sinks",
            "flash_attn_supports_fp8"]
 
@@ -91,6 +92,9 @@ def _scalar(name, x, lo=None):
 
 
 def _half_dtype(name, a):
+    if a.tensor is None:
+        raise TypeError(f"{name}: attnc.vllm takes torch tensors, or tensors torch can view (__dlpack__, "
+                        "__cuda_array_interface__) with torch installed; for device pointers use attnc.Attention")
     if a.dtype not in _HALF:
         raise TypeError(f"{name} must be bfloat16 or float16, got {a.dtype}")
     return _HALF[a.dtype]
@@ -556,6 +560,43 @@ def _scale(name, s):
     if hasattr(s, "dim") and s.dim() == 0:
         return s.view(1)
     return s
+
+
+# ---------------------------------------------------------------- cascade_attention
+
+def cascade_attention(output, query, key_cache, value_cache, cu_query_lens, max_query_len, cu_prefix_query_lens,
+                      prefix_kv_lens, suffix_kv_lens, max_kv_len, softmax_scale, alibi_slopes, sliding_window,
+                      logits_soft_cap, block_table, common_prefix_len, fa_version=2, prefix_scheduler_metadata=None,
+                      suffix_scheduler_metadata=None, q_descale=None, k_descale=None, v_descale=None, s_aux=None):
+    """vLLM's cascade_attention (vllm/v1/attention/backends/flash_attn.py): the shared prefix's
+    pages read once for all requests (prefix pass), each request's own KV (suffix pass, causal),
+    then merge_attn_states. Writes output [num_tokens, Hq, Dv]. As in vLLM, common_prefix_len must
+    not pass any request's context (seq_len - query_len): the prefix pass is unmasked."""
+    _refuse([(alibi_slopes is not None, "ALiBi in cascade attention (vLLM refuses it too)"),
+             (sliding_window not in (None, (-1, -1), [-1, -1]), "a sliding window in cascade attention "
+                                                               "(vLLM refuses it too)"),
+             (q_descale is not None or k_descale is not None or v_descale is not None,
+              "q_descale/k_descale/v_descale (fp8 attention: the kernels read 16-bit q, k and v)")])
+    qa = arg("query", query, "[num_tokens, num_heads, head_size]", _HALF_NAMES)
+    dtype = _half_dtype("query", qa)
+    ka = arg("key_cache", key_cache, "[num_blocks, block_size, num_kv_heads, head_size]", (qa.dtype,))
+    va = arg("value_cache", value_cache, "[num_blocks, block_size, num_kv_heads, head_size]", (qa.dtype,))
+    hq, d, hkv, dv, page = qa.shape[1], qa.shape[2], ka.shape[2], va.shape[3], ka.shape[1]
+    _variants.check_head_dim("query's head_size", d)
+    _variants.check_head_dim("value_cache's head_size", dv)
+    if hq % hkv:
+        raise ValueError(f"query has {hq} heads, key_cache {hkv}: num_heads must be a multiple of num_kv_heads")
+    cap = float(_scalar("logits_soft_cap", logits_soft_cap or 0.0, 0.0))
+    sinks = s_aux is not None
+    dev = qa.tensor.device
+    key = ("attn", dtype, d, dv, hq, hkv, page, "causal", cap, False, sinks, None, dev.index)
+    var = _variants.variant(key, lambda: _variants.spec_yaml(dtype, d, dv, hq, hkv, page, "causal", cap, False, sinks),
+                            dev.index or 0)
+    ws = var.cascade_workspace(qa.shape[0], dev)
+    _ops.cascade(var.att, output, query, key_cache, value_cache, cu_query_lens, max_query_len, cu_prefix_query_lens,
+                 prefix_kv_lens, suffix_kv_lens, block_table, common_prefix_len, max_kv_len, softmax_scale, None,
+                 s_aux, ws)
+    return output
 
 
 # ---------------------------------------------------------------- backend helpers

@@ -121,7 +121,8 @@ class BadArguments(unittest.TestCase):
         kw = paged()
         kw["block_table"].device = type(kw["q"].device)(type="cuda", index=1)
         self.raises(ValueError, "tensors are on different devices", **kw, out=FakeCuda(3, 8, 128))
-        self.raises(TypeError, "q: expected a torch tensor", **{**paged(), "q": [1, 2, 3]})
+        self.raises(TypeError, "q: expected a tensor [total_q, num_heads, head_size] (torch, or any with __dlpack__",
+                    **{**paged(), "q": [1, 2, 3]})
 
     def test_ops(self):
         kw = dict(key=FakeCuda(5, 2, 128), value=FakeCuda(5, 2, 128), key_cache=FakeCuda(8, 16, 2, 128),
@@ -149,6 +150,72 @@ class BadArguments(unittest.TestCase):
         self.raises(ValueError, "block_size must be a positive multiple of 16, got 8", vllm.get_kv_cache_shape,
                     num_blocks=10, block_size=8, num_kv_heads=2, head_size=128)
         self.assertEqual(vllm.get_kv_cache_shape(32768, 16, 2, 80), (2, 32768, 16, 2, 80))
+
+
+class CudaArray:
+    """A CuPy-like array: only __cuda_array_interface__ (strides in bytes, None when contiguous)."""
+
+    def __init__(self, shape, typestr="<f2", strides=None, ptr=0x10000):
+        self.__cuda_array_interface__ = {"shape": shape, "typestr": typestr, "strides": strides,
+                                         "data": (ptr, False), "version": 3}
+
+
+class DlpackOnly:
+    def __init__(self, device_type=2):
+        self.device_type = device_type
+
+    def __dlpack__(self, stream=None):
+        raise AssertionError("not read without torch")
+
+    def __dlpack_device__(self):
+        return (self.device_type, 0)
+
+
+@unittest.skipIf(vllm._compiling is not vllm._no_torch, "torch is installed: foreign tensors become torch views")
+class ForeignTensors(unittest.TestCase):
+    """Tensors of other frameworks get the checks torch tensors get (read from their interface)."""
+
+    def test_cuda_array_interface(self):
+        from attnc._tensors import arg
+        a = arg("q", CudaArray((5, 8, 64)), "[total_q, Hq, D]", ("float16",))
+        self.assertEqual((a.ptr, a.shape, a.strides, a.dtype), (0x10000, (5, 8, 64), (512, 64, 1), "float16"))
+        a = arg("k", CudaArray((4, 16, 2, 64), strides=(2 * 8192, 2 * 128, 2 * 64, 2)), "[b, p, h, d]", ("float16",))
+        self.assertEqual(a.strides, (8192, 128, 64, 1))
+        with self.assertRaises(TypeError) as cm:
+            arg("q", CudaArray((5, 8, 64), "<f8"), "[total_q, Hq, D]", ("float16",))
+        self.assertIn("typestr '<f8' is not one attnc reads; allowed: <f2, <f4, <i4, <i8, |u1", str(cm.exception))
+        with self.assertRaises(TypeError) as cm:
+            arg("q", CudaArray((5, 8, 64), "<f4"), "[total_q, Hq, D]", ("float16",))
+        self.assertIn("q must be float16, got float32", str(cm.exception))
+        with self.assertRaises(ValueError) as cm:
+            arg("q", CudaArray((5, 8, 64), strides=(1024, 128, 4)), "[total_q, Hq, D]", ("float16",))
+        self.assertIn("q: the last dim must be contiguous (stride 1), got strides (512, 64, 2)", str(cm.exception))
+        with self.assertRaises(ValueError) as cm:
+            arg("q", CudaArray((5, 8)), "[total_q, Hq, D]", ("float16",))
+        self.assertIn("q must be [total_q, Hq, D] (3 dims), got shape (5, 8)", str(cm.exception))
+        with self.assertRaises(ValueError) as cm:
+            arg("q", CudaArray((5, 8, 64), strides=(1024, 128, 3)), "[total_q, Hq, D]", ("float16",))
+        self.assertIn("strides (1024, 128, 3) bytes are not whole float16 elements", str(cm.exception))
+
+    def test_dlpack_without_torch(self):
+        from attnc._tensors import arg
+        with self.assertRaises(TypeError) as cm:
+            arg("q", DlpackOnly(), "[total_q, Hq, D]")
+        self.assertIn("a DLPack tensor (DlpackOnly) needs torch installed", str(cm.exception))
+        with self.assertRaises(ValueError) as cm:
+            arg("q", DlpackOnly(device_type=1), "[total_q, Hq, D]")
+        self.assertIn("q must be a CUDA tensor, got one on DLPack device type 1", str(cm.exception))
+
+    def test_attention_checks_foreign_tensors_against_the_spec(self):
+        from test_cpu import SPEC
+        att = attnc.Attention(SPEC.replace("dtype: bf16", "dtype: fp16"), db="none", device_info=DEVICE)
+        with self.assertRaises(ValueError) as cm:
+            att.decode(CudaArray((4, 8, 128)), CudaArray((10, 16, 2, 64)), CudaArray((10, 16, 2, 64)),
+                       CudaArray((4, 2), "<i4"), CudaArray((4,), "<i4"), 32)
+        self.assertIn("q: dim 2 (head dim) is 128, the spec needs 64", str(cm.exception))
+        with self.assertRaises(TypeError) as cm:
+            vllm.flash_attn_varlen_func(**{**paged(), "q": CudaArray((3, 8, 128))})
+        self.assertIn("attnc.vllm takes torch tensors", str(cm.exception))
 
 
 class Specs(unittest.TestCase):

@@ -208,6 +208,49 @@ class VllmGrid(unittest.TestCase):
                 for i in range(3)]
         close(self, out, torch.cat(refs), "contiguous prefill")
 
+    def test_cascade_attention(self):
+        """Requests sharing their first 4 pages: the cascade equals attention over each whole KV.
+        As in vLLM, the shared prefix lies before every query token (common_prefix_len <= each
+        request's context): the prefix pass is unmasked."""
+        reqs = [(1, 300), (7, 300), (64, 700), (33, 120)]
+        batch = PagedBatch(8, 2, 128, reqs, num_blocks=2048)
+        prefix_pages = 4
+        batch.block_table[:, :prefix_pages] = batch.block_table[0, :prefix_pages]
+        prefix = prefix_pages * BLOCK
+        tokens = batch.q.shape[0]
+        out = torch.full_like(batch.q, float("nan"))
+        sinks = torch.randn(8, device="cuda")
+        vllm.cascade_attention(out, batch.q, batch.k_cache, batch.v_cache, batch.cu_seqlens_q, batch.max_seqlen_q,
+                               torch.tensor([0, tokens], dtype=torch.int32, device="cuda"),
+                               torch.tensor([prefix], dtype=torch.int32, device="cuda"),
+                               batch.seqused_k - prefix, batch.max_seqlen_k, 128 ** -0.5, None, (-1, -1), 30.0,
+                               batch.block_table, prefix, s_aux=sinks)
+        ref, _ = batch.reference(scale=128 ** -0.5, softcap=30.0, sinks=sinks)
+        close(self, out, ref, "cascade")
+        with self.assertRaises(NotImplementedError) as cm:
+            vllm.cascade_attention(out, batch.q, batch.k_cache, batch.v_cache, batch.cu_seqlens_q, 64, None, None,
+                                   None, 700, 0.1, None, (255, 0), 0, batch.block_table, prefix)
+        self.assertIn("a sliding window in cascade attention", str(cm.exception))
+
+    def test_foreign_tensors(self):
+        """CuPy arrays (DLPack / __cuda_array_interface__) in, torch out; the same checks."""
+        try:
+            import cupy
+        except ImportError:
+            self.skipTest("needs cupy")
+        q = cupy.random.standard_normal((43, 4, 64)).astype(cupy.float16)
+        k = cupy.random.standard_normal((50, 4, 64)).astype(cupy.float16)
+        v = cupy.random.standard_normal((50, 4, 64)).astype(cupy.float16)
+        cq, ck = cupy.asarray([0, 3, 43], dtype=cupy.int32), cupy.asarray([0, 10, 50], dtype=cupy.int32)
+        out = vllm.flash_attn_varlen_func(q, k, v, 40, cq, 40, ck, causal=True)
+        tq, tk, tv = (torch.from_dlpack(x) for x in (q, k, v))
+        refs = [reference(tq[a:b], tk[c:e], tv[c:e], b - a, e - c, 0.125)[0]
+                for a, b, c, e in ((0, 3, 0, 10), (3, 43, 10, 50))]
+        close(self, out, torch.cat(refs), "cupy inputs")
+        with self.assertRaises(TypeError) as cm:
+            vllm.flash_attn_varlen_func(q.astype(cupy.float32), k, v, 40, cq, 40, ck, causal=True)
+        self.assertIn("q must be bfloat16 or float16, got float32", str(cm.exception))
+
     def test_merge_with_infinite_lse_rows(self):
         dev = torch.device("cuda")
         T, H, D = 37, 8, 128
