@@ -18,7 +18,7 @@ import ctypes
 from . import _capi, _memo, _variants
 from ._capi import check, lib
 from ._tensors import arg, same_device
-from .vllm import _HALF, _new_call, _refuse
+from .vllm import _HALF, _attention_variant, _new_call, _refuse
 
 __all__ = ["BatchDecodeWithPagedKVCacheWrapper", "BatchPrefillWithPagedKVCacheWrapper"]
 
@@ -201,10 +201,8 @@ class _PagedWrapper:
         dev = qa.tensor.device
         if dev != self.device:
             raise ValueError(f"q is on {dev}, the workspace buffer on {self.device}")
-        key = ("attn", p["dtype"], p["d"], p["dv"], p["hq"], p["hkv"], p["page"], p["mask"], p["cap"], False, False,
-               want_lse, dev.index)
-        var = _variants.variant(key, lambda: _variants.spec_yaml(p["dtype"], p["d"], p["dv"], p["hq"], p["hkv"],
-                                                                p["page"], p["mask"], p["cap"], lse=want_lse), dev.index)
+        var = _attention_variant(dev, p["dtype"], p["d"], p["dv"], p["hq"], p["hkv"], p["page"], p["mask"], p["cap"],
+                                 False, False, want_lse)
         if out is None:
             out = torch.empty((p["total_q"], p["hq"], p["dv"]), dtype=qa.tensor.dtype, device=dev)
         oa = arg("out", out, "[total_q, num_qo_heads, head_dim_vo]", (name,))

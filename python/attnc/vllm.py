@@ -100,6 +100,44 @@ def _half_dtype(name, a):
     return _HALF[a.dtype]
 
 
+def _bias(c, alibi_slopes, s_aux, hq, parts):
+    """ALiBi slopes and sinks into the call; returns (alibi given, sinks given)."""
+    al = arg("alibi_slopes", alibi_slopes, "[num_heads] or [batch, num_heads]", _F32, required=False)
+    sk = arg("s_aux", s_aux, "[num_heads]", _F32, required=False)
+    for name, a in (("alibi_slopes", al), ("s_aux", sk)):
+        if a is not None:
+            if a.shape[-1] != hq:
+                raise ValueError(f"{name} has shape {a.shape}: its last dim must be num_heads = {hq}")
+            parts.append(a)
+    if al is not None:
+        c.alibi_slopes = al.ptr
+        if len(al.shape) == 2:
+            c.alibi_batch_stride = al.strides[0]
+    if sk is not None:
+        c.sinks = sk.ptr
+    return al is not None, sk is not None
+
+
+def _attention_variant(dev, dtype, d, dv, hq, hkv, page, mask, cap, alibi, sinks, lse):
+    """The attention Variant of these values on device `dev` (created on its first call)."""
+    key = ("attn", dtype, d, dv, hq, hkv, page, mask, cap, alibi, sinks, lse, dev.index)
+    return _variants.variant(key, lambda: _variants.spec_yaml(dtype, d, dv, hq, hkv, page, mask, cap, alibi, sinks,
+                                                             lse), dev.index or 0)
+
+
+def _output(c, out, qa, total_q, hq, dv, parts):
+    """out (allocated when None), checked and into the call."""
+    if out is None:
+        import torch
+        out = torch.empty((total_q, hq, dv), dtype=qa.tensor.dtype, device=qa.tensor.device)
+    oa = arg("out", out, "[total_q, num_heads, head_size]", (qa.dtype,))
+    if oa.shape != (total_q, hq, dv):
+        raise ValueError(f"out has shape {oa.shape}, expected {(total_q, hq, dv)}")
+    parts.append(oa)
+    c.o, c.o_row_stride, c.o_head_stride = oa.ptr, oa.strides[0], oa.strides[1]
+    return out
+
+
 # ---------------------------------------------------------------- flash_attn_varlen_func
 
 def flash_attn_varlen_func(q, k, v, max_seqlen_q, cu_seqlens_q, max_seqlen_k, cu_seqlens_k=None, seqused_k=None,
@@ -235,40 +273,19 @@ def varlen_call(q, k, v, max_seqlen_q, cu_seqlens_q, max_seqlen_k, cu_seqlens_k,
         c.v_row_stride, c.v_head_stride = va.strides[:2]
         if splits > 1:
             raise ValueError(f"num_splits={splits} on a contiguous prefill: split-KV is for paged calls (0 or 1 here)")
-    al = arg("alibi_slopes", alibi_slopes, "[num_heads] or [batch, num_heads]", _F32, required=False)
-    sk = arg("s_aux", s_aux, "[num_heads]", _F32, required=False)
-    for name, a in (("alibi_slopes", al), ("s_aux", sk)):
-        if a is not None:
-            if a.shape[-1] != hq:
-                raise ValueError(f"{name} has shape {a.shape}: its last dim must be num_heads = {hq}")
-            parts.append(a)
-    if al is not None:
-        c.alibi_slopes = al.ptr
-        if len(al.shape) == 2:
-            c.alibi_batch_stride = al.strides[0]
-    if sk is not None:
-        c.sinks = sk.ptr
+    alibi, sinks = _bias(c, alibi_slopes, s_aux, hq, parts)
     lse_spec = ("head_major", "e") if return_softmax_lse else None
     dev = qa.tensor.device
-    key = ("attn", dtype, d, dv, hq, hkv, page, mask, cap, al is not None, sk is not None, lse_spec, dev.index)
-    var = _variants.variant(key, lambda: _variants.spec_yaml(dtype, d, dv, hq, hkv, page, mask, cap, al is not None,
-                                                            sk is not None, lse_spec), dev.index or 0)
-    if out is None:
-        import torch
-        out = torch.empty((total_q, hq, dv), dtype=qa.tensor.dtype, device=dev)
-    oa = arg("out", out, "[total_q, num_heads, head_size]", (qa.dtype,))
-    if oa.shape != (total_q, hq, dv):
-        raise ValueError(f"out has shape {oa.shape}, expected {(total_q, hq, dv)}")
-    parts.append(oa)
+    var = _attention_variant(dev, dtype, d, dv, hq, hkv, page, mask, cap, alibi, sinks, lse_spec)
+    out = _output(c, out, qa, total_q, hq, dv, parts)
     if return_softmax_lse:
         if lse is None:
             import torch
             lse = torch.empty((hq, total_q), dtype=torch.float32, device=dev)
         c.lse = lse.data_ptr()
     c.kind = _capi.KINDS[kind]
-    c.q, c.k, c.v, c.o = qa.ptr, ka.ptr, va.ptr, oa.ptr
+    c.q, c.k, c.v = qa.ptr, ka.ptr, va.ptr
     c.q_row_stride, c.q_head_stride = qa.strides[:2]
-    c.o_row_stride, c.o_head_stride = oa.strides[:2]
     c.cu_seqlens_q, c.batch, c.total_q = cq.ptr, batch, total_q
     c.max_seqlen_q, c.max_seqlen_k = max_seqlen_q, max_seqlen_k
     if softmax_scale is not None:
@@ -422,33 +439,13 @@ def _decode_call(q, k_cache, v_cache, block_table, seqused_k, max_seqlen_k, cu_s
     cap = float(_scalar("softcap", softcap or 0.0, 0.0))
     splits = int(_scalar("num_splits", num_splits or 0, 0))
     max_seqlen_k = int(_scalar("max_seqlen_k", max_seqlen_k, 0))
-    al = arg("alibi_slopes", alibi_slopes, "[num_heads] or [batch, num_heads]", _F32, required=False)
-    sk = arg("s_aux", s_aux, "[num_heads]", _F32, required=False)
     parts = [qa, ka, va, bt, su]
-    for name, a in (("alibi_slopes", al), ("s_aux", sk)):
-        if a is not None:
-            if a.shape[-1] != hq:
-                raise ValueError(f"{name} has shape {a.shape}: its last dim must be num_heads = {hq}")
-            parts.append(a)
     c = _new_call()
-    if al is not None:
-        c.alibi_slopes = al.ptr
-        if len(al.shape) == 2:
-            c.alibi_batch_stride = al.strides[0]
-    if sk is not None:
-        c.sinks = sk.ptr
+    alibi, sinks = _bias(c, alibi_slopes, s_aux, hq, parts)
     lse_spec = ("token_major", "e") if lse_token_major is not None else None
     dev = qa.tensor.device
-    key = ("attn", dtype, d, dv, hq, hkv, page, mask, cap, al is not None, sk is not None, lse_spec, dev.index)
-    var = _variants.variant(key, lambda: _variants.spec_yaml(dtype, d, dv, hq, hkv, page, mask, cap, al is not None,
-                                                            sk is not None, lse_spec), dev.index or 0)
-    if out is None:
-        import torch
-        out = torch.empty((total_q, hq, dv), dtype=qa.tensor.dtype, device=dev)
-    oa = arg("out", out, "[total_q, num_heads, head_size]", (qa.dtype,))
-    if oa.shape != (total_q, hq, dv):
-        raise ValueError(f"out has shape {oa.shape}, expected {(total_q, hq, dv)}")
-    parts.append(oa)
+    var = _attention_variant(dev, dtype, d, dv, hq, hkv, page, mask, cap, alibi, sinks, lse_spec)
+    out = _output(c, out, qa, total_q, hq, dv, parts)
     if cu_seqlens_q is not None:
         cq = arg("cu_seqlens_q", cu_seqlens_q, "[batch + 1]", _INT32)
         c.cu_seqlens_q = cq.ptr
@@ -456,9 +453,8 @@ def _decode_call(q, k_cache, v_cache, block_table, seqused_k, max_seqlen_k, cu_s
     if lse_token_major is not None:
         c.lse = lse_token_major.data_ptr()
     c.kind = _capi.KINDS["decode"]
-    c.q, c.k, c.v, c.o = qa.ptr, ka.ptr, va.ptr, oa.ptr
+    c.q, c.k, c.v = qa.ptr, ka.ptr, va.ptr
     c.q_row_stride, c.q_head_stride = qa.strides[:2]
-    c.o_row_stride, c.o_head_stride = oa.strides[:2]
     c.block_table, c.block_table_stride, c.max_blocks_per_seq = bt.ptr, bt.strides[0], bt.shape[1]
     c.seqused_k, c.num_blocks, c.page_size = su.ptr, ka.shape[0], page
     c.k_block_stride, c.k_row_stride, c.k_head_stride = ka.strides[:3]
@@ -589,9 +585,7 @@ def cascade_attention(output, query, key_cache, value_cache, cu_query_lens, max_
     cap = float(_scalar("logits_soft_cap", logits_soft_cap or 0.0, 0.0))
     sinks = s_aux is not None
     dev = qa.tensor.device
-    key = ("attn", dtype, d, dv, hq, hkv, page, "causal", cap, False, sinks, None, dev.index)
-    var = _variants.variant(key, lambda: _variants.spec_yaml(dtype, d, dv, hq, hkv, page, "causal", cap, False, sinks),
-                            dev.index or 0)
+    var = _attention_variant(dev, dtype, d, dv, hq, hkv, page, "causal", cap, False, sinks, None)
     ws = var.cascade_workspace(qa.shape[0], dev)
     _ops.cascade(var.att, output, query, key_cache, value_cache, cu_query_lens, max_query_len, cu_prefix_query_lens,
                  prefix_kv_lens, suffix_kv_lens, block_table, common_prefix_len, max_kv_len, softmax_scale, None,
@@ -636,4 +630,7 @@ def flash_attn_supports_fp8():
 
 
 if _compiling is not _no_torch:
-    from . import _torch_ops  # noqa: E402  (registers the custom ops torch.compile traces)
+    try:
+        from . import _torch_ops  # noqa: E402  (registers the custom ops torch.compile traces)
+    except AttributeError as e:  # a torch before 2.4 has no torch.library.custom_op
+        raise ImportError(f"attnc.vllm needs torch >= 2.4 (torch.library.custom_op): {e}") from e
