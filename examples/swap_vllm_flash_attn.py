@@ -41,12 +41,15 @@ def forward(query, key, value, kv_cache, attn_metadata, output, scale, sliding_w
                                 torch.tensor(1.0, device=key.device), torch.tensor(1.0, device=key.device))
     n = attn_metadata.num_actual_tokens
     window = (-1, -1) if sliding_window is None else (sliding_window - 1, 0)
+    descale_shape = (attn_metadata.query_start_loc.shape[0] - 1, key.shape[1])
+    one = torch.ones(1, 1, device=key.device)  # layer._q_scale etc.: 1 unless the cache is fp8
     flash_attn_varlen_func(q=query[:n], k=key_cache, v=value_cache, out=output[:n],
                            cu_seqlens_q=attn_metadata.query_start_loc, max_seqlen_q=attn_metadata.max_query_len,
                            seqused_k=attn_metadata.seq_lens, max_seqlen_k=attn_metadata.max_seq_len,
                            softmax_scale=scale, causal=True, alibi_slopes=None, window_size=window,
                            block_table=attn_metadata.block_table, softcap=logits_soft_cap, scheduler_metadata=None,
-                           fa_version=3, q_descale=None, k_descale=None, v_descale=None, num_splits=0, s_aux=None)
+                           fa_version=3, q_descale=one.expand(descale_shape), k_descale=one.expand(descale_shape),
+                           v_descale=one.expand(descale_shape), num_splits=0, s_aux=None)
     return output
 
 

@@ -151,14 +151,12 @@ def flash_attn_varlen_func(q, k, v, max_seqlen_q, cu_seqlens_q, max_seqlen_k, cu
     caches [num_blocks, block_size, Hkv, D] (vLLM's key_cache / value_cache) with seqused_k int32
     [batch] (or cu_seqlens_k). Returns out, or (out, lse [Hq, total_q] fp32, natural log).
     scheduler_metadata, deterministic and fa_version are accepted and not needed (attnc schedules
-    itself and is deterministic)."""
-    if (q_v is not None or dropout_p or return_attn_probs or q_descale is not None or k_descale is not None
-            or v_descale is not None or cp_world_size != 1 or cp_tot_seqused_k is not None):
+    itself and is deterministic); q/k/v_descale are accepted and unused, as FlashAttention uses them
+    only for fp8 q/k/v, which attnc refuses by dtype (vLLM passes them for every cache dtype)."""
+    if q_v is not None or dropout_p or return_attn_probs or cp_world_size != 1 or cp_tot_seqused_k is not None:
         _refuse([(q_v is not None, "q_v (a separate V-side query, FlashAttention-3's MLA path)"),
                  (dropout_p, f"dropout_p={dropout_p} (inference only: 0)"),
                  (return_attn_probs, "return_attn_probs=True (the probabilities are never materialised)"),
-                 (q_descale is not None or k_descale is not None or v_descale is not None,
-                  "q_descale/k_descale/v_descale (fp8 attention: the kernels read 16-bit q, k and v)"),
                  (cp_world_size != 1 or cp_tot_seqused_k is not None,
                   "context parallelism (cp_world_size, cp_rank, cp_tot_seqused_k)")])
     if _compiling():
@@ -314,8 +312,6 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
              (rotary_cos is not None or rotary_sin is not None, "rotary_cos/rotary_sin (apply RoPE before the call)"),
              (cache_batch_idx is not None, "cache_batch_idx (index block_table's rows instead)"),
              (cache_leftpad is not None, "cache_leftpad"),
-             (q_descale is not None or k_descale is not None or v_descale is not None,
-              "q_descale/k_descale/v_descale (fp8 attention: the kernels read 16-bit q, k and v)"),
              (cp_world_size != 1 or cp_tot_seqused_k is not None,
               "context parallelism (cp_world_size, cp_rank, cp_tot_seqused_k)")])
     if block_table is None:
@@ -570,9 +566,7 @@ def cascade_attention(output, query, key_cache, value_cache, cu_query_lens, max_
     not pass any request's context (seq_len - query_len): the prefix pass is unmasked."""
     _refuse([(alibi_slopes is not None, "ALiBi in cascade attention (vLLM refuses it too)"),
              (sliding_window not in (None, (-1, -1), [-1, -1]), "a sliding window in cascade attention "
-                                                               "(vLLM refuses it too)"),
-             (q_descale is not None or k_descale is not None or v_descale is not None,
-              "q_descale/k_descale/v_descale (fp8 attention: the kernels read 16-bit q, k and v)")])
+                                                               "(vLLM refuses it too)")])
     qa = arg("query", query, "[num_tokens, num_heads, head_size]", _HALF_NAMES)
     dtype = _half_dtype("query", qa)
     ka = arg("key_cache", key_cache, "[num_blocks, block_size, num_kv_heads, head_size]", (qa.dtype,))

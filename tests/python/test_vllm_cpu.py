@@ -45,7 +45,9 @@ class BadArguments(unittest.TestCase):
     def test_refused_features_are_named(self):
         self.raises(NotImplementedError, "dropout_p=0.1", **paged(), dropout_p=0.1)
         self.raises(NotImplementedError, "return_attn_probs", **paged(), return_attn_probs=True)
-        self.raises(NotImplementedError, "q_descale/k_descale/v_descale", **paged(), k_descale=FakeCuda(1))
+        kw = paged()  # descales (vLLM passes them for every cache dtype) are taken: fp8 q/k/v is what is refused
+        kw["k"] = FakeCuda(64, 16, 2, 128, dtype="float8_e4m3fn")
+        self.raises(TypeError, "k must be bfloat16, got float8_e4m3fn", **kw, k_descale=FakeCuda(3, 2, dtype=F32))
         self.raises(NotImplementedError, "q_v", **paged(), q_v=FakeCuda(3, 8, 128))
         self.raises(NotImplementedError, "context parallelism", **paged(), cp_world_size=2)
         with self.assertRaises(NotImplementedError) as cm:  # all at once
