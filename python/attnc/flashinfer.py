@@ -30,8 +30,8 @@ def _dtype_name(x, what):
     return name
 
 
-def _host_ints(name, x, n=None):
-    """A 1-D int32 index tensor's values on the host (and the tensor)."""
+def _index_tensor(name, x, n=None):
+    """Checks a 1-D int32 index tensor (of n entries when n is given)."""
     import torch
     if not isinstance(x, torch.Tensor):
         raise TypeError(f"{name} must be an int32 tensor, got {type(x).__name__}")
@@ -39,7 +39,12 @@ def _host_ints(name, x, n=None):
         raise TypeError(f"{name} must be a 1-D int32 tensor, got {x.dtype} with shape {tuple(x.shape)}")
     if n is not None and x.shape[0] != n:
         raise ValueError(f"{name} has {x.shape[0]} entries, expected {n}")
-    return x.tolist()
+    return x
+
+
+def _host_ints(name, x, n=None):
+    """A 1-D int32 index tensor's values on the host (batch-sized tables only: it copies)."""
+    return _index_tensor(name, x, n).tolist()
 
 
 class _PagedWrapper:
@@ -106,7 +111,7 @@ class _PagedWrapper:
         if batch < 0:
             raise ValueError("indptr must have batch + 1 entries")
         last = _host_ints("last_page_len", last_page_len, batch)
-        _host_ints("indices", indices)
+        _index_tensor("indices", indices)  # its values only the kernels read (as FlashInfer: not copied to the host)
         lens = []
         for i in range(batch):
             pages = ptr[i + 1] - ptr[i]
