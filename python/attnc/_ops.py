@@ -177,7 +177,8 @@ def cascade(att, output, query, key_cache, value_cache, cu_query_lens, max_query
     c.num_blocks, c.page_size = ka.shape[0], ka.shape[1]
     c.num_tokens, c.num_reqs = qa.shape[0], cu.shape[0] - 1
     c.cu_query_lens, c.cu_prefix_query_lens, c.prefix_kv_lens, c.suffix_kv_lens = cu.ptr, cp.ptr, pk.ptr, sk.ptr
-    c.max_query_len, c.common_prefix_len, c.max_kv_len = int(max_query_len), int(common_prefix_len), int(max_kv_len or 0)
+    c.max_query_len, c.common_prefix_len = int(max_query_len), int(common_prefix_len)
+    c.max_kv_len = int(max_kv_len or 0)
     c.block_table, c.block_table_stride, c.max_blocks_per_seq = bt.ptr, bt.strides[0], bt.shape[1]
     if softmax_scale is not None:
         c.softmax_scale = float(softmax_scale)

@@ -27,7 +27,8 @@ def set_options(**options):
     allowed = {"db", "use_tuning", "no_jit", "background_compile"}
     bad = set(options) - allowed
     if bad:
-        raise TypeError(f"set_options: unknown option(s) {', '.join(sorted(bad))}; allowed: {', '.join(sorted(allowed))}")
+        raise TypeError(f"set_options: unknown option(s) {', '.join(sorted(bad))}; "
+                        f"allowed: {', '.join(sorted(allowed))}")
     _options.update(options)
     clear()
 

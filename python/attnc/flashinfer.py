@@ -111,7 +111,7 @@ class _PagedWrapper:
         if batch < 0:
             raise ValueError("indptr must have batch + 1 entries")
         last = _host_ints("last_page_len", last_page_len, batch)
-        _index_tensor("indices", indices)  # its values only the kernels read (as FlashInfer: not copied to the host)
+        _index_tensor("indices", indices)  # its values only the kernels read (as FlashInfer's)
         lens = []
         for i in range(batch):
             pages = ptr[i + 1] - ptr[i]
@@ -145,7 +145,8 @@ class _PagedWrapper:
     def _split_cache(self, paged_kv_cache):
         if isinstance(paged_kv_cache, (tuple, list)):
             if len(paged_kv_cache) != 2:
-                raise ValueError(f"paged_kv_cache as a tuple must be (k_cache, v_cache), got {len(paged_kv_cache)} items")
+                raise ValueError("paged_kv_cache as a tuple must be (k_cache, v_cache), got "
+                                 f"{len(paged_kv_cache)} items")
             return paged_kv_cache
         if getattr(paged_kv_cache, "dim", None) is None or paged_kv_cache.dim() != 5 or paged_kv_cache.shape[1] != 2:
             raise ValueError("paged_kv_cache must be (k_cache, v_cache) or one tensor [pages, 2, page_size, Hkv, D] "

@@ -218,7 +218,8 @@ def varlen_call(q, k, v, max_seqlen_q, cu_seqlens_q, max_seqlen_k, cu_seqlens_k,
         raise ValueError(f"v has shape {va.shape}, k {ka.shape}: they must match except in the head size")
     if hkv < 1 or hq % hkv:
         raise ValueError(f"q has {hq} heads, k {hkv}: num_heads must be a multiple of num_kv_heads")
-    max_seqlen_q, max_seqlen_k = int(_scalar("max_seqlen_q", max_seqlen_q, 0)), int(_scalar("max_seqlen_k", max_seqlen_k, 0))
+    max_seqlen_q = int(_scalar("max_seqlen_q", max_seqlen_q, 0))
+    max_seqlen_k = int(_scalar("max_seqlen_k", max_seqlen_k, 0))
     cap = float(_scalar("softcap", softcap or 0.0, 0.0))
     splits = int(_scalar("num_splits", num_splits or 0, 0))
     c = _new_call()
@@ -406,8 +407,8 @@ def kvcache_call(q, k_cache, v_cache, cache_seqlens, block_table, softmax_scale,
 
 def _decode_call(q, k_cache, v_cache, block_table, seqused_k, max_seqlen_k, cu_seqlens_q, max_seqlen_q, softmax_scale,
                  mask, softcap, alibi_slopes, num_splits, s_aux, out, lse_token_major):
-    """The checked decode call (variant, call, device, out) whose LSE (when wanted) is token-major [total_q, Hq] (FlashAttention's
-    with_kvcache and FlashInfer's layouts are both views of it)."""
+    """The checked decode call (variant, call, device, out) whose LSE (when wanted) is token-major
+    [total_q, Hq] (FlashAttention's with_kvcache layout is a view of it)."""
     qa = arg("q", q, "[total_q, num_heads, head_size]", _HALF_NAMES)
     dtype = _half_dtype("q", qa)
     total_q, hq, d = qa.shape
