@@ -70,8 +70,7 @@ def spec_yaml(dtype, head_dim, head_dim_v, num_q_heads, num_kv_heads, page_size=
 
 class Variant:
     """An Attention and its managed workspace."""
-    __slots__ = ("att", "handle", "workspace", "workspace_ptr", "workspace_bytes", "covered", "kept", "lse_layout",
-                 "cascade_ws")
+    __slots__ = ("att", "handle", "workspace", "workspace_ptr", "workspace_bytes", "covered", "kept", "cascade_ws")
 
     def __init__(self, yaml_text, device):
         self.att = Attention(yaml_text, device=device, **_options)
@@ -79,7 +78,6 @@ class Variant:
         self.workspace, self.workspace_ptr, self.workspace_bytes = None, None, 0
         self.covered = {}  # kind -> (batch, max_seqlen_q, max_seqlen_k, forced splits) the workspace serves
         self.kept = []     # replaced workspaces: a captured CUDA graph may still write them
-        self.lse_layout = self.att.spec["lse_layout"]
         self.cascade_ws = None
 
     def workspace_for(self, kind, batch, max_seqlen_q, max_seqlen_k, num_splits, device):

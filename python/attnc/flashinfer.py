@@ -48,8 +48,6 @@ def _host_ints(name, x, n=None):
 
 
 class _PagedWrapper:
-    _lse_layout = ("token_major", "2")
-
     def __init__(self, float_workspace_buffer, kv_layout="NHD", use_cuda_graph=False, indptr_buf=None,
                  indices_buf=None, last_page_len_buf=None, qo_indptr_buf=None):
         ws = arg("float_workspace_buffer", float_workspace_buffer, "[bytes]")
