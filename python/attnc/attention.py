@@ -130,6 +130,13 @@ class Attention:
         """vLLM's reshape_and_cache_flash into the paged caches; see attnc._ops.cache_write."""
         _ops.cache_write(self, key, value, key_cache, value_cache, slot_mapping, k_scale, v_scale, stream, check_slots)
 
+    def cascade(self, output, query, key_cache, value_cache, cu_query_lens, max_query_len, cu_prefix_query_lens,
+                prefix_kv_lens, suffix_kv_lens, block_table, common_prefix_len, **kw):
+        """vLLM's cascade_attention (shared-prefix split) into `output`; see attnc._ops.cascade."""
+        return _ops.cascade(self, output, query, key_cache, value_cache, cu_query_lens, max_query_len,
+                            cu_prefix_query_lens, prefix_kv_lens, suffix_kv_lens, block_table, common_prefix_len,
+                            **kw)
+
     def cascade_workspace_needed(self, num_tokens):
         n = ctypes.c_size_t()
         check(lib().attnc_attention_cascade_workspace_needed(self._h, int(num_tokens), ctypes.byref(n)))

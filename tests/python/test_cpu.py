@@ -133,7 +133,8 @@ class Cpu(unittest.TestCase):
         self.assertIn("q is required", str(cm.exception))
         with self.assertRaises(TypeError) as cm:
             att.decode("x", 1, 2, 3, 4, max_seqlen_k=10)
-        self.assertIn("q: expected a torch tensor", str(cm.exception))
+        self.assertIn("q: expected a tensor [total_q, Hq, D] (torch, or any with __dlpack__ or "
+                      "__cuda_array_interface__) or a device pointer (int), got str", str(cm.exception))
         with self.assertRaises(ValueError) as cm:  # raw pointers need sizes
             att.decode(0x1000, 0x2000, 0x3000, 0x4000, 0x5000, max_seqlen_k=10)
         self.assertIn("total_q is required when q is a pointer", str(cm.exception))
