@@ -32,16 +32,17 @@ FLASHMLA_H800 = {"TFLOP/s": 660.0, "TB/s": 3.0}
 MLA_SCALE = 0.1352  # DeepSeek-V3's layer scale ((128 + 64) ** -0.5 with its YaRN mscale), not 1/sqrt(576)
 
 
-def spec_yaml(name, head_dim, causal, kernel, page_size, tuning=None):
+def spec_yaml(name, head_dim, causal, kernel, page_size, tuning=None, hq=HQ, hkv=HKV, mask=None, sinks=False):
     return "\n".join(([f"tuning: {tuning}"] if tuning else []) + [
         "version: 1",
         f"name: {name}",
         f"head_dim: {head_dim}",
-        f"num_q_heads: {HQ}",
-        f"num_kv_heads: {HKV}",
+        f"num_q_heads: {hq}",
+        f"num_kv_heads: {hkv}",
         "dtype: bf16",
         f"kv_cache: {{dtype: same, layout: NHD, page_size: {page_size}}}",
-        f"mask: {'causal' if causal else 'none'}",
+        f"mask: {mask or ('causal' if causal else 'none')}",
+    ] + (["sinks: true"] if sinks else []) + [
         f"kernels: [{kernel}]",
         "",
     ])
@@ -54,6 +55,18 @@ def mla_spec_yaml(name, heads):
         "lse: {layout: head_major, base: e}",
         "mla: {kv_lora_rank: 512, qk_rope_head_dim: 64, qk_nope_head_dim: 128, v_head_dim: 128}",
         "kernels: [decode]", ""])
+
+
+def serving_specs():
+    """Issue 10's serving rows: a varlen batch of mixed lengths, one long request with 64 query
+    heads, and gpt-oss's sliding-window layer (window 128 + sinks) where FlexAttention is the anchor."""
+    lens = torch.randint(130, 7001, (12,), generator=torch.Generator().manual_seed(10)).tolist()
+    return [
+        dict(name="bench-serving-varlen-d128", kind="serving", D=128, causal=True, hq=32, hkv=8, lens=lens),
+        dict(name="bench-serving-long-d128", kind="serving", D=128, causal=True, hq=64, hkv=8, lens=[16384]),
+        dict(name="bench-serving-gptoss-window-sinks", kind="serving", D=64, causal=True, hq=64, hkv=8,
+             lens=[8192], window=128, sinks=True),
+    ]
 
 
 def write_specs(workdir, page_size, only=None, decode_tuning=None):
@@ -79,17 +92,23 @@ def write_specs(workdir, page_size, only=None, decode_tuning=None):
                           shapes=[dict(kind="prefill", batch=b, seqlen_q=PREFILL_S, seqlen_k=PREFILL_S)]))
     specs.append(dict(name="bench-decode-d128", kind="decode", D=DECODE_D, causal=False,
                       shapes=[dict(kind="decode", batch=b, seqlen_q=1, seqlen_k=l) for b, l in DECODE]))
+    for s in serving_specs():
+        s["shapes"] = [dict(kind="prefill", batch=len(s["lens"]), seqlen_q=max(s["lens"]), seqlen_k=max(s["lens"]))]
+        specs.append(s)
     specs = [s for s in specs if not only or s["kind"] == only]
     for s in specs:
+        kernel = "decode" if s["kind"] == "decode" else "prefill"
+        mask = f"{{kind: sliding_window, left: {s['window'] - 1}, right: 0}}" if s.get("window") else None
+        layer = dict(hq=s.get("hq", HQ), hkv=s.get("hkv", HKV), mask=mask, sinks=s.get("sinks", False))
         s["path"] = os.path.join(workdir, s["name"] + ".yaml")
         with open(s["path"], "w") as f:
-            f.write(spec_yaml(s["name"], s["D"], s["causal"], s["kind"], page_size,
-                              decode_tuning if s["kind"] == "decode" else None))
-        if s["kind"] == "prefill":  # the same layer held to prefill_sm80 (its heuristic): one column per family
+            f.write(spec_yaml(s["name"], s["D"], s["causal"], kernel, page_size,
+                              decode_tuning if s["kind"] == "decode" else None, **layer))
+        if kernel == "prefill":  # the same layer held to prefill_sm80 (its heuristic): one column per family
             s["sm80_path"] = os.path.join(workdir, s["name"] + "-sm80.yaml")
             with open(s["sm80_path"], "w") as f:
-                f.write(spec_yaml(s["name"] + "-sm80", s["D"], s["causal"], s["kind"], page_size,
-                                  "{families: [prefill_sm80]}"))
+                f.write(spec_yaml(s["name"] + "-sm80", s["D"], s["causal"], kernel, page_size,
+                                  "{families: [prefill_sm80]}", **layer))
         s["shapes_path"] = os.path.join(workdir, s["name"] + ".shapes.yaml")
         with open(s["shapes_path"], "w") as f:
             for sh in s["shapes"]:
@@ -128,6 +147,20 @@ def stream():
     return torch.cuda.current_stream().cuda_stream
 
 
+def run_attnc(row, spec, db, call, qa, ref, unit_of_ms, select):
+    """attnc's prefill columns: tuned (when there is a db), heuristic, and the prefill_sm80 family;
+    each with its config and its largest difference from `ref`."""
+    runs = (("attnc_tuned", spec["path"], True), ("attnc_heuristic", spec["path"], False)) if db else \
+        (("attnc_heuristic", spec["path"], False),)
+    for label, path, tuned in runs + (("attnc_sm80", spec["sm80_path"], False),):
+        a = attnc.Attention(path, db=db or "none", use_tuning=tuned)
+        o = torch.empty_like(qa)
+        row[label] = unit_of_ms(bench_ms(lambda: call(a, o)))
+        row[label + "_config"] = a.select(*select)
+        if ref is not None:
+            row[label + "_max_diff"] = (o.float() - ref.float()).abs().max().item()
+
+
 def prefill_rows(spec, db, flex, block_mask_fn):
     B, S, D, causal = spec["B"], spec["S"], spec["D"], spec["causal"]
     g = torch.Generator(device="cuda").manual_seed(0)
@@ -148,15 +181,8 @@ def prefill_rows(spec, db, flex, block_mask_fn):
     with sdpa_kernel([SDPBackend.CUDNN_ATTENTION]):
         ref = F.scaled_dot_product_attention(q, kr, vr, is_causal=causal)
     ref = ref.transpose(1, 2).reshape(B * S, HQ, D)
-    runs = (("attnc_tuned", spec["path"], True), ("attnc_heuristic", spec["path"], False)) if db else \
-        (("attnc_heuristic", spec["path"], False),)
-    for label, path, tuned in runs + (("attnc_sm80", spec["sm80_path"], False),):
-        a = attnc.Attention(path, db=db or "none", use_tuning=tuned)
-        o = torch.empty_like(qa)
-        fn = lambda: a.prefill(qa, ka, va, cu, cu, S, S, out=o, stream=stream())
-        row[label] = tf(bench_ms(fn))
-        row[label + "_config"] = a.select("prefill", B, S, S)
-        row[label + "_max_diff"] = (o.float() - ref.float()).abs().max().item()
+    run_attnc(row, spec, db, lambda a, o: a.prefill(qa, ka, va, cu, cu, S, S, out=o, stream=stream()),
+              qa, ref, tf, ("prefill", B, S, S))
     row["cudnn"] = tf(sdpa_ms(SDPBackend.CUDNN_ATTENTION,
                               lambda: F.scaled_dot_product_attention(q, kr, vr, is_causal=causal)))
     row["flash"] = tf(sdpa_ms(SDPBackend.FLASH_ATTENTION,
@@ -169,6 +195,79 @@ def prefill_rows(spec, db, flex, block_mask_fn):
         torch.cuda.synchronize()
         row["flex_compile_s"] = time.time() - t0
         row["flex"] = tf(bench_ms(fn))
+    return row
+
+
+def visited_keys(lens, causal, window=None):
+    """Sum over query rows of the keys each attends to (the FLOP count's S^2 term)."""
+    total = 0
+    for n in lens:
+        if window:
+            w = min(window, n)
+            total += w * (w + 1) // 2 + (n - w) * w
+        else:
+            total += n * (n + 1) // 2 if causal else n * n
+    return total
+
+
+def serving_rows(spec, db, flex, block_mask_fn):
+    """A serving row: varlen [tokens, heads, dim] inputs, attnc's columns as in prefill_rows; cuDNN
+    and FA2 through SDPA one request at a time (SDPA has no varlen), FlexAttention with a document
+    mask over the packed batch; for window + sinks only FlexAttention (sinks applied from its LSE)."""
+    lens, D, hq, hkv = spec["lens"], spec["D"], spec["hq"], spec["hkv"]
+    window, sinks = spec.get("window"), spec.get("sinks", False)
+    total = sum(lens)
+    g = torch.Generator(device="cuda").manual_seed(0)
+    qa = torch.randn(total, hq, D, dtype=torch.bfloat16, device="cuda", generator=g)
+    ka = torch.randn(total, hkv, D, dtype=torch.bfloat16, device="cuda", generator=g)
+    va = torch.randn(total, hkv, D, dtype=torch.bfloat16, device="cuda", generator=g)
+    sink = torch.randn(hq, dtype=torch.float32, device="cuda", generator=g) if sinks else None
+    cu = torch.tensor([0] + lens, dtype=torch.int32, device="cuda").cumsum(0, dtype=torch.int32)
+    flops = 4 * hq * D * visited_keys(lens, spec["causal"], window)
+    tf = lambda ms: flops / ms / 1e9 if ms else None
+    name = spec["name"].replace("bench-serving-", "")
+    row = dict(shape=f"serving {name} d{D} Hq{hq} Hkv{hkv} " +
+               (f"B{len(lens)} lens {min(lens)}..{max(lens)}" if len(lens) > 1 else f"B1 S{lens[0]}"),
+               unit="TFLOP/s")
+    # [1, H, total, D] views for SDPA / Flex; per request: slices along the sequence axis.
+    q4, k4, v4 = (x.transpose(0, 1).unsqueeze(0) for x in (qa, ka, va))
+    starts = [0] + list(torch.tensor(lens).cumsum(0).tolist())
+    def sdpa_all(out=None):
+        for i, n in enumerate(lens):
+            a, b = starts[i], starts[i] + n
+            o = F.scaled_dot_product_attention(q4[:, :, a:b], k4[:, :, a:b], v4[:, :, a:b], is_causal=True,
+                                               enable_gqa=True)
+            if out is not None:
+                out[a:b] = o[0].transpose(0, 1)
+    ref = None
+    if not window:
+        ref = torch.empty_like(qa)
+        with sdpa_kernel([SDPBackend.CUDNN_ATTENTION]):
+            sdpa_all(ref)
+        row["cudnn"] = tf(sdpa_ms(SDPBackend.CUDNN_ATTENTION, sdpa_all))
+        row["flash"] = tf(sdpa_ms(SDPBackend.FLASH_ATTENTION, sdpa_all))
+    if flex:
+        doc = torch.repeat_interleave(torch.arange(len(lens), device="cuda"), torch.tensor(lens, device="cuda"))
+        def mask(b, h, i, j):
+            m = (doc[i] == doc[j]) & (i >= j)
+            return m & (i - j < window) if window else m
+        t0 = time.time()
+        bm = block_mask_fn(mask, None, None, total, total)
+        def flex_call():
+            if not sinks:
+                return flex(q4, k4, v4, block_mask=bm, enable_gqa=True)
+            o, lse = flex(q4, k4, v4, block_mask=bm, enable_gqa=True, return_lse=True)
+            return o * torch.sigmoid(lse - sink[None, :, None])[..., None].to(o.dtype)
+        o = flex_call()
+        torch.cuda.synchronize()
+        row["flex_compile_s"] = time.time() - t0
+        row["flex"] = tf(bench_ms(flex_call))
+        if ref is None:
+            ref = o[0].transpose(0, 1).contiguous()
+    extra = dict(sinks=sink) if sinks else {}
+    run_attnc(row, spec, db, lambda a, o: a.prefill(qa, ka, va, cu, cu, max(lens), max(lens), out=o,
+                                                       stream=stream(), **extra),
+              qa, ref, tf, ("prefill", len(lens), max(lens), max(lens)))
     return row
 
 
@@ -302,14 +401,19 @@ def markdown(rows, jit, env):
     lines = [f"Measured {time.strftime('%Y-%m-%d')} on {env['name']} ({env['sms']} SMs), torch {env['torch']}, "
              f"cuDNN {env['cudnn']}; medians of triton do_bench (warm-up 50 ms, 200 ms of repeats).", "",
              "| shape | unit | attnc tuned | attnc heuristic | attnc prefill_sm80 | cuDNN | FA2 (SDPA flash) | "
-             "FlexAttention | tuned / cuDNN | heuristic / cuDNN | tuned / heuristic |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "FlexAttention | tuned / cuDNN | heuristic / cuDNN | tuned / heuristic | tuned / Flex |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {r['shape']} | {r['unit']} | {fmt(r.get('attnc_tuned'))} | {fmt(r.get('attnc_heuristic'))} "
                      f"| {fmt(r.get('attnc_sm80'))} | {fmt(r.get('cudnn'))} | {fmt(r.get('flash'))} | {fmt(r.get('flex'))} "
                      f"| {ratio(r.get('attnc_tuned'), r.get('cudnn'))} "
                      f"| {ratio(r.get('attnc_heuristic'), r.get('cudnn'))} "
-                     f"| {ratio(r.get('attnc_tuned'), r.get('attnc_heuristic'))} |")
+                     f"| {ratio(r.get('attnc_tuned'), r.get('attnc_heuristic'))} "
+                     f"| {ratio(r.get('attnc_tuned'), r.get('flex'))} |")
+    if any(r["shape"].startswith("serving") for r in rows):
+        lines += ["", "Serving rows: cuDNN and FA2 run one SDPA call per request (SDPA has no varlen form); "
+                  "FlexAttention takes the packed batch with a document mask; the window + sinks row has only "
+                  "FlexAttention (sinks applied from its LSE): its anchor is the last column."]
     if jit:
         lines += ["", "| JIT | seconds |", "|---|---|"] + [f"| {j['what']} | {j['seconds']:.3f} |" for j in jit]
     return "\n".join(lines) + "\n"
@@ -323,7 +427,7 @@ def main():
     ap.add_argument("--out", default=os.environ.get("OUT", "."), help="bench.json and bench.md go here")
     ap.add_argument("--page-size", type=int, default=16)
     ap.add_argument("--write-specs", action="store_true", help="only write the specs and shapes, print their paths")
-    ap.add_argument("--only", choices=["prefill", "decode", "mla"],
+    ap.add_argument("--only", choices=["prefill", "decode", "serving", "mla"],
                     help="one kind of rows, without the JIT figures (mla: MLA absorbed decode)")
     ap.add_argument("--no-flex", action="store_true", help="leave FlexAttention out (its compiles take minutes)")
     ap.add_argument("--decode-tuning", help="the decode spec's `tuning:` map, e.g. '{warps: [4, 8]}'")
@@ -343,8 +447,8 @@ def main():
     flex, block_mask_fn = (None, None) if args.no_flex or args.only == "mla" else flex_fn()
     rows = []
     for s in specs:
-        if s["kind"] == "prefill":
-            rows.append(prefill_rows(s, args.db, flex, block_mask_fn))
+        if s["kind"] in ("prefill", "serving"):
+            rows.append((prefill_rows if s["kind"] == "prefill" else serving_rows)(s, args.db, flex, block_mask_fn))
             print(json.dumps(rows[-1]), flush=True)
         elif s["kind"] == "mla":
             rows += mla_rows(s, args.db)

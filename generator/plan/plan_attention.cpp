@@ -124,12 +124,22 @@ Config default_attention_config(const Spec& s, KernelKind kind, const std::strin
     } catch (const NotSupportedYet&) {
     }
   }
+  const auto& families = s.tuning.families;
+  auto allowed = [&](const std::string& f) {
+    return families.empty() || std::find(families.begin(), families.end(), f) != families.end();
+  };
+  // A window a few tiles wide (gpt-oss: 128) leaves a 128/192-row tile mostly masked: small
+  // prefill_sm80 tiles visit 5 key tiles per query tile instead of 3-4 wide ones, and the tuner's
+  // winner at W=128 d64 ran 1.76x the sm90 default (docs/performance.md, 2026-11-23).
+  if (kind != KernelKind::decode && s.mask.kind == MaskKind::sliding_window && s.mask.window_left >= 0 &&
+      s.mask.window_right >= 0 && s.mask.window_left + s.mask.window_right + 1 <= 256 && allowed("prefill_sm80")) {
+    Config c = default_family_config(s, kind, arch, "prefill_sm80");
+    c.block_m = 32, c.block_n = 32, c.warps = 2;
+    return c;
+  }
   // On sm_90a prefill is prefill_sm90 wherever its planner takes the spec and the spec's
   // tuning.families allows it.
-  const auto& families = s.tuning.families;
-  const bool sm90_allowed =
-      families.empty() || std::find(families.begin(), families.end(), kPrefillSm90) != families.end();
-  if (kind != KernelKind::decode && sm90_allowed && prefill_sm90_refusal(s, kind, arch).empty())
+  if (kind != KernelKind::decode && allowed(kPrefillSm90) && prefill_sm90_refusal(s, kind, arch).empty())
     return default_prefill_sm90_config(s);
   return default_family_config(s, kind, arch, attention_families(kind).back());
 }
