@@ -198,16 +198,7 @@ class Attention:
         dispatcher's choice."""
         c, qa = self._start("decode", q, extra)
         parts = self._paged(c, k_cache, v_cache, block_table, seqused_k, extra)
-        if cu_seqlens_q is not None:
-            cq = self._seqlens(c, "cu_seqlens_q", cu_seqlens_q, extra)
-            c.cu_seqlens_q = cq.ptr
-            c.max_seqlen_q = int(need("max_seqlen_q", max_seqlen_q, "with cu_seqlens_q"))
-            parts.append(cq)
-        else:
-            c.max_seqlen_q = 1
-        c.max_seqlen_k = int(max_seqlen_k)
-        if num_splits is not None:
-            c.num_splits = int(num_splits)
+        self._decode_lengths(c, parts, cu_seqlens_q, max_seqlen_q, max_seqlen_k, num_splits, extra)
         return self._finish(c, qa, parts, out, lse=extra.pop("lse", None), stream=stream,
                             softmax_scale=softmax_scale, extra=extra)
 
@@ -236,16 +227,7 @@ class Attention:
                                                              "when kv_cache is a pointer"))
         c.page_size = ka.shape[1] if ka.shape else int(extra.pop("page_size", self.spec["page_size"]))
         parts += [ka] + self._page_table(c, block_table, seqused_k, extra)
-        if cu_seqlens_q is not None:
-            cq = self._seqlens(c, "cu_seqlens_q", cu_seqlens_q, extra)
-            c.cu_seqlens_q = cq.ptr
-            c.max_seqlen_q = int(need("max_seqlen_q", max_seqlen_q, "with cu_seqlens_q"))
-            parts.append(cq)
-        else:
-            c.max_seqlen_q = 1
-        c.max_seqlen_k = int(max_seqlen_k)
-        if num_splits is not None:
-            c.num_splits = int(num_splits)
+        self._decode_lengths(c, parts, cu_seqlens_q, max_seqlen_q, max_seqlen_k, num_splits, extra)
         return self._finish(c, qa, parts, out, lse, stream, softmax_scale, extra, head_dim_v=512)
 
     # --- pieces
@@ -266,6 +248,19 @@ class Attention:
         c.total_q = qa.shape[0] if qa.shape else int(need("total_q", extra.pop("total_q", None), "when q is a pointer"))
         extra.pop("total_q", None)
         return c, qa
+
+    def _decode_lengths(self, c, parts, cu_seqlens_q, max_seqlen_q, max_seqlen_k, num_splits, extra):
+        """Decode's query lengths (one token per request without cu_seqlens_q), KV bound and splits."""
+        if cu_seqlens_q is not None:
+            cq = self._seqlens(c, "cu_seqlens_q", cu_seqlens_q, extra)
+            c.cu_seqlens_q = cq.ptr
+            c.max_seqlen_q = int(need("max_seqlen_q", max_seqlen_q, "with cu_seqlens_q"))
+            parts.append(cq)
+        else:
+            c.max_seqlen_q = 1
+        c.max_seqlen_k = int(max_seqlen_k)
+        if num_splits is not None:
+            c.num_splits = int(num_splits)
 
     def _seqlens(self, c, name, x, extra):
         a = arg(name, x, "[batch + 1]", _INT32)
