@@ -8,7 +8,8 @@
 // multiples of 64). Three warpgroups:
 //
 //   producer (setmaxnreg down)  one thread issues TMA: a tile's 9 column blocks of 64 into a
-//                               STAGES-deep ring, full/empty mbarrier per stage.
+//                               STAGES-deep ring; a full mbarrier per block (S starts on the
+//                               first block landed) and an empty one per stage.
 //   consumer c = 0, 1           S_c = Q K^T for keys [32c, 32c + 32) of the tile (m64n32, 36 k16
 //                               steps over 576); the two halves' row maxima meet in shared memory
 //                               so both keep one running max; P (bf16) goes to shared memory, and
@@ -44,7 +45,7 @@ struct MlaDecode {
   using E = typename T::Element;
   static constexpr int D = T::kHeadDim, DV = T::kHeadDimV, H = T::kGroup, STAGES = T::kStages;
   static constexpr int BM = 64, BN = 64, KSTEPS = D / 16;
-  static constexpr int kConsumers = 2 * kWarpgroupThreads, kThreads = 3 * kWarpgroupThreads;
+  static constexpr int kConsumers = 2 * kWarpgroupThreads;  // plus a producer warpgroup: 384 threads
   static constexpr int NH = BN / 2, DVH = DV / 2;  // each consumer's keys of S and columns of O
   static constexpr int kProducerRegs = 24, kConsumerRegs = 240;
   static_assert(D == 576 && DV == 512, "the DeepSeek latent cache: 512 + 64 columns, V the first 512");
