@@ -68,9 +68,18 @@ struct HalfTensor {
   std::vector<double> exact;
 };
 
-HalfTensor random_half(DType t, size_t n, std::mt19937_64& rng) {
+HalfTensor random_half(DType t, size_t n, std::mt19937_64& rng, bool exact = true) {
   std::normal_distribution<float> dist(0.f, 1.f);
   HalfTensor h;
+  if (!exact) {  // timing only: uniform in [-2, 2) from 16 random bits each, no reference copy
+    h.bits.resize(n);
+    for (size_t i = 0; i < n; i += 4) {
+      const std::uint64_t r = rng();
+      for (size_t j = i; j < std::min(n, i + 4); ++j)
+        h.bits[j] = to_half(t, float((r >> (16 * (j - i))) & 0xffff) / 16384.f - 2.f);
+    }
+    return h;
+  }
   h.bits.resize(n);
   h.exact.resize(n);
   for (size_t i = 0; i < n; ++i) {
@@ -99,7 +108,7 @@ std::vector<std::uint16_t> padded_rows(const std::vector<std::uint16_t>& dense, 
 
 // Everything on the device for one call; lives as long as the call may run.
 struct DeviceCall {
-  DeviceBuffer q, k, v, o, lse, workspace, cache;
+  DeviceBuffer q, q_pe, k, v, o, lse, workspace, cache;
   DeviceBuffer cu_q, cu_k, seqused, table, indptr, indices, last_len, slopes, sinks;
   HostPageTable pages;  // host mirror of the page table (paged calls)
   AttentionHostMetadata host;
@@ -119,7 +128,6 @@ void fill_paged_cache(DeviceCall& call, const KvCacheStrides& s, const Batch& b,
 
 void setup_paged(DeviceCall& call, const KernelPlan& plan, const AttentionCase& c, const Batch& b,
                  const HalfTensor& k, const HalfTensor& v, std::mt19937_64& rng) {
-  const Spec& s = plan.spec;
   PageTableOptions opt;
   opt.form = c.page_table;
   opt.page_size = c.page_size;
@@ -133,7 +141,7 @@ void setup_paged(DeviceCall& call, const KernelPlan& plan, const AttentionCase& 
   }
   KvCacheStrides strides;
   try {
-    strides = kv_cache_strides(c.layout, c.num_blocks, c.page_size, s.num_kv_heads, plan.head_dim, plan.head_dim_v);
+    strides = kv_cache_strides(c.layout, c.num_blocks, c.page_size, plan.kv_heads(), plan.head_dim, plan.head_dim_v);
   } catch (const std::invalid_argument& e) {
     throw BadCall(std::string("check: ") + e.what());
   }
@@ -179,7 +187,7 @@ ReferenceOptions reference_options(const KernelPlan& plan, float scale, const st
   r.head_dim = plan.head_dim;
   r.head_dim_v = plan.head_dim_v;
   r.num_q_heads = s.num_q_heads;
-  r.num_kv_heads = s.num_kv_heads;
+  r.num_kv_heads = plan.kv_heads();
   r.scale = scale;
   r.causal = s.mask.kind == MaskKind::causal;
   if (s.mask.kind == MaskKind::sliding_window) {
@@ -191,6 +199,17 @@ ReferenceOptions reference_options(const KernelPlan& plan, float scale, const st
   r.alibi_slopes = plan.alibi != Alibi::none ? slopes : nullptr;
   r.sinks = plan.sinks ? sinks : nullptr;
   return r;
+}
+
+// MLA: V is the first dv columns of each k row (one latent head).
+HalfTensor latent_values(const HalfTensor& k, int rows, int d, int dv) {
+  HalfTensor v;
+  for (int r = 0; r < rows; ++r) {
+    v.bits.insert(v.bits.end(), k.bits.begin() + size_t(r) * d, k.bits.begin() + size_t(r) * d + dv);
+    if (!k.exact.empty())
+      v.exact.insert(v.exact.end(), k.exact.begin() + size_t(r) * d, k.exact.begin() + size_t(r) * d + dv);
+  }
+  return v;
 }
 
 }  // namespace
@@ -235,15 +254,18 @@ AttentionReport check_attention(const KernelPlan& plan, const Kernel& kernel, co
           std::string("attention kernels only; got a ") + to_string(plan.kind) + " kernel");
   const Spec& s = plan.spec;
   const DType t = s.dtype;
-  const int hq = s.num_q_heads, hkv = s.num_kv_heads, d = plan.head_dim, dv = plan.head_dim_v;
+  const int hq = s.num_q_heads, hkv = plan.kv_heads(), d = plan.head_dim, dv = plan.head_dim_v;
   const Batch b = batch_of(plan, c);
+  const bool mla = is_mla_decode(plan);
+  require(!c.q_pe_apart || mla, "q_pe_apart is for mla_decode kernels");
 
   AttentionReport rep;
   rep.seed = c.seed ? c.seed : std::uint64_t(std::chrono::steady_clock::now().time_since_epoch().count());
   std::mt19937_64 rng(rep.seed);
-  const HalfTensor q = random_half(t, size_t(b.total_q) * hq * d, rng);
-  const HalfTensor k = random_half(t, size_t(b.total_k) * hkv * d, rng);
-  const HalfTensor v = random_half(t, size_t(b.total_k) * hkv * dv, rng);
+  const HalfTensor q = random_half(t, size_t(b.total_q) * hq * d, rng, c.check);
+  const HalfTensor k = random_half(t, size_t(b.total_k) * hkv * d, rng, c.check);
+  const HalfTensor v =
+      mla ? latent_values(k, b.total_k, d, dv) : random_half(t, size_t(b.total_k) * hkv * dv, rng, c.check);
   std::vector<double> slopes(hq), sinks(hq);
   std::uniform_real_distribution<double> unit(0.0, 1.0);
   std::normal_distribution<double> normal(0.0, 1.0);
@@ -256,14 +278,26 @@ AttentionReport check_attention(const KernelPlan& plan, const Kernel& kernel, co
   AttentionArgs& a = call.args;
   const long long q_row = (long long)hq * d + c.qo_row_pad, o_row = (long long)hq * dv + c.qo_row_pad;
   require(q_row > 0 && o_row > 0, "qo_row_pad is too negative");
-  call.q = upload(padded_rows(q.bits, b.total_q, (long long)hq * d, q_row));
+  if (c.q_pe_apart) {  // q_nope [total_q, Hq, d - 64] (row padding kept) and q_pe [total_q, Hq, 64]
+    const int dn = d - 64;
+    std::vector<std::uint16_t> nope, pe;
+    for (size_t r = 0; r < size_t(b.total_q) * hq; ++r) {
+      nope.insert(nope.end(), q.bits.begin() + r * d, q.bits.begin() + r * d + dn);
+      pe.insert(pe.end(), q.bits.begin() + r * d + dn, q.bits.begin() + (r + 1) * d);
+    }
+    call.q = upload(padded_rows(nope, b.total_q, (long long)hq * dn, (long long)hq * dn + c.qo_row_pad));
+    call.q_pe = upload(pe);
+    a.q_pe = call.q_pe.as();
+  } else {
+    call.q = upload(padded_rows(q.bits, b.total_q, (long long)hq * d, q_row));
+  }
   call.o = DeviceBuffer(size_t(b.total_q + 1) * o_row * 2);  // one guard row
   call.o.memset(0xff);                                        // NaN in bf16 and fp16
   call.lse = DeviceBuffer(size_t(b.total_q + 1) * hq * 4);    // one guard row
   call.lse.memset(0xff);                                      // NaN in fp32
   a.q = call.q.as();
   a.o = call.o.as();
-  a.q_row_stride = q_row;
+  a.q_row_stride = c.q_pe_apart ? (long long)hq * (d - 64) + c.qo_row_pad : q_row;
   a.o_row_stride = o_row;
   a.lse = plan.lse != LseOut::none ? call.lse.as<float>() : nullptr;
   a.batch = b.size;
@@ -292,6 +326,7 @@ AttentionReport check_attention(const KernelPlan& plan, const Kernel& kernel, co
 
   if (plan.paged) {
     setup_paged(call, plan, c, b, k, v, rng);
+    if (mla) a.v = nullptr;  // V is read from k's rows; the V plane the layout also holds is never read
   } else {
     call.k = upload(k.bits);
     call.v = upload(v.bits);

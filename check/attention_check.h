@@ -46,6 +46,7 @@ struct AttentionCase {
   int timing_reps = 0;        // > 0: time this many launches after warm-up
   int timeout_ms = 0;         // > 0: give up waiting for the checked launch after this long (GpuTimeout)
   double atol = 1.5e-2, rtol = 1e-2;
+  bool q_pe_apart = false;    // mla_decode: q_nope [.., 512] and q_pe [.., 64] as two tensors
 };
 
 struct AttentionReport {

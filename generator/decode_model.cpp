@@ -36,7 +36,7 @@ double predict_with_slots(const KernelPlan& plan, const SplitShape& call, int nu
                           const DecodeModel& m) {
   const Config& c = plan.config;
   const double key_bytes = 2.0 * (plan.head_dim + plan.head_dim_v);  // one key's K and V row, one kv head
-  const long long blocks = (long long)call.batch * plan.spec.num_kv_heads * row_blocks(plan, call.max_seqlen_q);
+  const long long blocks = (long long)call.batch * plan.kv_heads() * row_blocks(plan, call.max_seqlen_q);
   const long long tiles = ceil_div(call.max_seqlen_k, c.block_n);
   const long long tiles_per_block = ceil_div(tiles, num_splits);
   const double block_bytes = double(tiles_per_block) * c.block_n * key_bytes;

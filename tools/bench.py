@@ -25,6 +25,11 @@ PREFILL = [(64, False, 4), (64, True, 4), (128, False, 4), (128, True, 4), (256,
 PREFILL_S = 4096
 DECODE = [(64, 8192), (16, 32768), (128, 2048)]
 DECODE_D = 128
+# MLA absorbed decode (issue 13): (B, L, H, unit); FlashMLA's published H800 figures beside them
+# (shared/reference/anchors.md §4.1: 660 TFLOP/s compute-bound, 3000 GB/s memory-bound).
+MLA = [(128, 4096, 128, "TFLOP/s"), (64, 8192, 16, "TB/s")]
+FLASHMLA_H800 = {"TFLOP/s": 660.0, "TB/s": 3.0}
+MLA_SCALE = 0.1352  # DeepSeek-V3's layer scale ((128 + 64) ** -0.5 with its YaRN mscale), not 1/sqrt(576)
 
 
 def spec_yaml(name, head_dim, causal, kernel, page_size, tuning=None, hq=HQ, hkv=HKV, mask=None, sinks=False):
@@ -43,6 +48,15 @@ def spec_yaml(name, head_dim, causal, kernel, page_size, tuning=None, hq=HQ, hkv
     ])
 
 
+def mla_spec_yaml(name, heads):
+    return "\n".join([
+        "version: 1", f"name: {name}", f"num_q_heads: {heads}", "dtype: bf16",
+        "kv_cache: {dtype: same, layout: NHD, page_size: 64}", "mask: causal",
+        "lse: {layout: head_major, base: e}",
+        "mla: {kv_lora_rank: 512, qk_rope_head_dim: 64, qk_nope_head_dim: 128, v_head_dim: 128}",
+        "kernels: [decode]", ""])
+
+
 def serving_specs():
     """Issue 10's serving rows: a varlen batch of mixed lengths, one long request with 64 query
     heads, and gpt-oss's sliding-window layer (window 128 + sinks) where FlexAttention is the anchor."""
@@ -58,6 +72,19 @@ def serving_specs():
 def write_specs(workdir, page_size, only=None, decode_tuning=None):
     """The bench's specs and the one shape each is tuned and measured on."""
     os.makedirs(workdir, exist_ok=True)
+    if only == "mla":
+        specs = []
+        for b, l, h, unit in MLA:
+            name = f"bench-mla-h{h}"
+            s = dict(name=name, kind="mla", B=b, L=l, H=h, unit=unit, path=os.path.join(workdir, name + ".yaml"),
+                     shapes=[dict(kind="decode", batch=b, seqlen_q=1, seqlen_k=l)])
+            with open(s["path"], "w") as f:
+                f.write(mla_spec_yaml(name, h))
+            s["shapes_path"] = os.path.join(workdir, name + ".shapes.json")
+            with open(s["shapes_path"], "w") as f:
+                json.dump(s["shapes"], f)
+            specs.append(s)
+        return specs
     specs = []
     for d, causal, b in PREFILL:
         name = f"bench-prefill-d{d}-{'causal' if causal else 'none'}"
@@ -336,6 +363,36 @@ def fmt(v, d=2):
     return "-" if v is None else f"{v:.{d}f}"
 
 
+def mla_rows(spec, db):
+    """attnc's mla_decode on one MLA bench shape (dispatcher heuristic) beside FlashMLA's published
+    H800 figure; max_diff against an fp32 torch reference of the same call."""
+    B, L, H, unit = spec["B"], spec["L"], spec["H"], spec["unit"]
+    torch.manual_seed(0)
+    q = torch.randn(B, H, 576, dtype=torch.bfloat16, device="cuda")
+    kv = torch.randn(B, L, 1, 576, dtype=torch.bfloat16, device="cuda")
+    cache, bt = paged_cache(kv, 64)
+    cache = cache.reshape(cache.shape[0], 64, 576)
+    used = torch.full((B,), L, dtype=torch.int32, device="cuda")
+    a = attnc.Attention(spec["path"], db=db or "none", use_tuning=False)
+    a.reserve(B, L)
+    o = torch.empty(B, H, 512, dtype=torch.bfloat16, device="cuda")
+    lse = torch.empty(H, B, dtype=torch.float32, device="cuda")
+    fn = lambda: a.mla_decode(q, cache, bt, used, L, MLA_SCALE, out=o, lse=lse, stream=stream())
+    ms = bench_ms(fn)
+    flops = 2.0 * B * H * L * (576 + 512)
+    value = flops / ms / 1e9 if unit == "TFLOP/s" else B * L * 576 * 2 / ms / 1e9
+    diff = 0.0
+    for b in range(0, B, max(1, B // 8)):  # a reference of every eighth request keeps memory small
+        s = torch.einsum("hd,ld->hl", q[b].float(), kv[b, :, 0].float()) * MLA_SCALE
+        ref = torch.softmax(s, -1) @ kv[b, :, 0, :512].float()
+        diff = max(diff, (o[b].float() - ref).abs().max().item())
+    row = dict(shape=f"mla_decode bf16 B{B} L{L} H{H} page64", unit=unit, attnc_heuristic=value, time_ms=ms,
+               attnc_heuristic_config=a.select("decode", B, 1, L), attnc_heuristic_max_diff=diff,
+               flashmla_h800_published=FLASHMLA_H800[unit])
+    print(json.dumps(row), flush=True)
+    return [row]
+
+
 def ratio(a, b):
     return "-" if not a or not b else f"{a / b:.2f}"
 
@@ -370,7 +427,8 @@ def main():
     ap.add_argument("--out", default=os.environ.get("OUT", "."), help="bench.json and bench.md go here")
     ap.add_argument("--page-size", type=int, default=16)
     ap.add_argument("--write-specs", action="store_true", help="only write the specs and shapes, print their paths")
-    ap.add_argument("--only", choices=["prefill", "decode", "serving"], help="one kind of rows, without the JIT figures")
+    ap.add_argument("--only", choices=["prefill", "decode", "serving", "mla"],
+                    help="one kind of rows, without the JIT figures (mla: MLA absorbed decode)")
     ap.add_argument("--no-flex", action="store_true", help="leave FlexAttention out (its compiles take minutes)")
     ap.add_argument("--decode-tuning", help="the decode spec's `tuning:` map, e.g. '{warps: [4, 8]}'")
     args = ap.parse_args()
@@ -386,12 +444,14 @@ def main():
     env = dict(name=dev.name, sms=dev.multi_processor_count, torch=torch.__version__,
                cudnn=torch.backends.cudnn.version(), attnc=attnc.version())
     print(env, flush=True)
-    flex, block_mask_fn = (None, None) if args.no_flex else flex_fn()
+    flex, block_mask_fn = (None, None) if args.no_flex or args.only == "mla" else flex_fn()
     rows = []
     for s in specs:
         if s["kind"] in ("prefill", "serving"):
             rows.append((prefill_rows if s["kind"] == "prefill" else serving_rows)(s, args.db, flex, block_mask_fn))
             print(json.dumps(rows[-1]), flush=True)
+        elif s["kind"] == "mla":
+            rows += mla_rows(s, args.db)
         else:
             rows += decode_rows(s, args.db, args.page_size, flex)
         torch.cuda.empty_cache()

@@ -65,6 +65,8 @@ struct KernelPlan {
   // The parts of the kernel name that identify the compiled code (not the spec): specs that need
   // the same code get the same name, source and cubin.
   std::string variant_name() const;
+  // KV heads the kernel reads: the spec's, except mla_decode's one latent head.
+  int kv_heads() const { return spec.num_q_heads / group; }
 };
 
 // The heuristic default for a spec and kind (what runs before any tuning).

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "generator/plan/plan_mla_decode.h"
 #include "generator/plan/plan_prefill_sm90.h"
 #include "generator/spec/spec_parse.h"
 
@@ -10,7 +11,7 @@ namespace attnc {
 namespace {
 
 bool is_attention_family(const std::string& f) {
-  return f == "prefill_sm80" || f == "decode_split" || f == "decode_bw" || f == kPrefillSm90;
+  return f == "prefill_sm80" || f == "decode_split" || f == "decode_bw" || f == kPrefillSm90 || f == kMlaDecode;
 }
 
 std::string family_list(KernelKind kind) {
@@ -19,17 +20,18 @@ std::string family_list(KernelKind kind) {
   return out;
 }
 
-// The families that make a kind. prefill_sm90 is planned for every kind: its planner refuses what
-// it cannot make with the reason (NotSupportedYet), e.g. paged prefill or decode.
+// The families that make a kind. prefill_sm90 and mla_decode are planned for every kind: their
+// planners refuse what they cannot make with the reason (NotSupportedYet), e.g. paged prefill, or
+// anything but the decode of an MLA spec.
 bool makes(const std::string& family, KernelKind kind) {
   const std::vector<std::string> fs = attention_families(kind);
-  return family == kPrefillSm90 || std::find(fs.begin(), fs.end(), family) != fs.end();
+  return family == kPrefillSm90 || family == kMlaDecode || std::find(fs.begin(), fs.end(), family) != fs.end();
 }
 
 // What the attention templates cannot express yet; each line names the feature.
 void check_supported(const Spec& s, KernelKind kind) {
   if (s.mla.enabled && kind == KernelKind::decode)
-    throw NotSupportedYet("MLA absorbed decode (latent K/V aliasing; no mla_decode family yet)");
+    throw NotSupportedYet("MLA absorbed decode on this family (latent K/V aliasing); mla_decode makes it");
   if (s.sparse.enabled) throw NotSupportedYet("block-sparse attention (no sparse_prefill family yet)");
   if (s.quant != QuantMode::none)
     throw NotSupportedYet(std::string("quant ") + to_string(s.quant) + " (no quantised family yet)");
@@ -110,6 +112,8 @@ Config default_decode_bw_config(const Spec& s, const ArchInfo& info) {
 }
 
 Config default_attention_config(const Spec& s, KernelKind kind, const std::string& arch) {
+  // MLA decode is mla_decode's alone (or refused with its reason when it cannot make the spec).
+  if (s.mla.enabled && kind == KernelKind::decode) return default_mla_decode_config();
   // On sm_90 decode is decode_bw where it plans (its default shrinks until it fits); where it refuses
   // the spec (check_decode_bw), decode_split serves it, or refuses it with the common reason.
   if (kind == KernelKind::decode && arch_info(arch).major == 9) {
@@ -144,6 +148,7 @@ Config default_family_config(const Spec& s, KernelKind kind, const std::string& 
   const ArchInfo info = arch_info(arch);
   if (family == "decode_bw") return default_decode_bw_config(s, info);
   if (family == kPrefillSm90) return default_prefill_sm90_config(s);
+  if (family == kMlaDecode) return default_mla_decode_config();
   Config c;
   c.family = family;
   const int d = std::max(s.head_dim, s.head_dim_v);
@@ -165,10 +170,11 @@ KernelPlan plan_attention_kernel(const Spec& s, KernelKind kind, const Config& c
   if (!makes(c.family, kind))
     throw BadConfig("family '" + c.family + "' does not make " + to_string(kind) + " kernels; use " +
                     family_list(kind));
-  check_supported(s, kind);
+  const bool mla = c.family == kMlaDecode;
+  if (!mla) check_supported(s, kind);
   if (c.family == "decode_bw") check_decode_bw(s);
   const bool sm90 = c.family == kPrefillSm90;
-  if (!sm90) check_config(s, c, info);
+  if (!sm90 && !mla) check_config(s, c, info);
 
   KernelPlan p = base_plan(s, kind, c, arch);
   p.head_dim = s.head_dim;
@@ -184,6 +190,8 @@ KernelPlan plan_attention_kernel(const Spec& s, KernelKind kind, const Config& c
   p.split_kv = kind == KernelKind::decode;
   if (sm90) {
     plan_prefill_sm90(s, kind, c, info, p);
+  } else if (mla) {
+    plan_mla_decode(s, kind, c, info, p);
   } else {
     p.threads = 32 * c.warps;
     p.smem_bytes = smem_bytes(s, c);

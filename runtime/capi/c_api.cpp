@@ -156,6 +156,9 @@ void to_args(const attnc_call& c, AttentionArgs& a) {
   a.workspace = c.workspace;
   a.workspace_bytes = c.workspace_bytes;
   a.total_k = c.total_k;  // -1 from the defaults for a caller older than the field
+  a.q_pe = c.q_pe;
+  a.q_pe_row_stride = c.q_pe_row_stride;
+  a.q_pe_head_stride = c.q_pe_head_stride;
 }
 
 }  // namespace

@@ -75,6 +75,11 @@ struct AttentionParams {
   int num_splits;                  // >= 1
   float* o_partial;
   float* lse_partial;
+
+  // MLA decode (mla_decode): q_pe [total_q, Hq, 64] given apart from q_nope (then q holds the
+  // first 512 columns); null when q holds all 576.
+  const void* q_pe;
+  long long q_pe_row_stride, q_pe_head_stride;
 };
 
 }  // namespace attnc
