@@ -127,6 +127,17 @@ typedef struct attnc_call {
   int total_k; /* rows of contiguous k and v; -1 (attnc_call_init): unknown. prefill_sm90 reads K/V
                   through TMA and needs it (or host cu_seqlens_k); without it a prefill on sm_90a
                   runs on prefill_sm80, at about 0.4x the speed */
+  /* fp8 paged caches (spec kv_cache.dtype fp8_e4m3 / fp8_e5m2; k, v and their strides in bytes):
+     element = stored byte * k_scale[0] * k_descale[b * batch_stride + kv_head * head_stride], V
+     alike. Each optional (NULL: 1), device fp32: k_scale/v_scale [1] (what cache_write divided
+     by), k_descale/v_descale FlashAttention-3's [batch, Hkv] (strides in floats; -1 from
+     attnc_call_init: contiguous; 0 broadcasts). */
+  const float* k_scale;
+  const float* v_scale;
+  const float* k_descale;
+  const float* v_descale;
+  long long k_descale_batch_stride, k_descale_head_stride;
+  long long v_descale_batch_stride, v_descale_head_stride;
 } attnc_call;
 
 /* What attnc_attention_run would use for a shape. */

@@ -13,8 +13,9 @@ class Arg:
 TORCH_DTYPES = {"bf16": "bfloat16", "fp16": "float16"}
 
 
-def arg(name, x, layout, dtypes=None, required=True):
-    """Arg for `x`; `layout` names the dims ("[total_q, Hq, D]") and fixes the rank."""
+def arg(name, x, layout, dtypes=None, required=True, any_strides=False):
+    """Arg for `x`; `layout` names the dims ("[total_q, Hq, D]") and fixes the rank. any_strides: the
+    kernel reads it element by element with its strides (so 0, a broadcast, is fine too)."""
     if x is None:
         if required:
             raise ValueError(f"{name} is required: a CUDA tensor {layout} or a device pointer (int)")
@@ -37,7 +38,7 @@ def arg(name, x, layout, dtypes=None, required=True):
         raise ValueError(f"{name} must be {layout} ({dims} dims), got shape {tuple(x.shape)}")
     if dtypes and dtype not in dtypes:
         raise TypeError(f"{name} must be {' or '.join(dtypes)}, got {dtype}")
-    if x.stride(-1) != 1 and x.shape[-1] > 1:
+    if not any_strides and x.stride(-1) != 1 and x.shape[-1] > 1:
         raise ValueError(f"{name}: the last dim must be contiguous (stride 1), got strides {tuple(x.stride())}")
     return Arg(x.data_ptr(), tuple(x.shape), tuple(x.stride()), dtype, x)
 
