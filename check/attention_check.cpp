@@ -14,6 +14,7 @@
 #include "runtime/driver/event_wait.h"
 #include "check/half.h"
 #include "check/kv_cache_fill.h"
+#include "check/ops_reference.h"
 #include "runtime/driver/module.h"
 #include "check/reference.h"
 
@@ -89,6 +90,21 @@ HalfTensor random_half(DType t, size_t n, std::mt19937_64& rng, bool exact = tru
   return h;
 }
 
+// fp8 K/V: bytes fp8(N(0, 1)) (kept in `bits`, one per element) and the values they decode to.
+HalfTensor random_fp8(KvDType cache, size_t n, std::mt19937_64& rng) {
+  std::normal_distribution<float> dist(0.f, 1.f);
+  const bool e4m3 = cache == KvDType::fp8_e4m3;
+  HalfTensor h;
+  h.bits.resize(n);
+  h.exact.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    const std::uint8_t b = e4m3 ? fp8_e4m3_from_float(dist(rng)) : fp8_e5m2_from_float(dist(rng));
+    h.bits[i] = b;
+    h.exact[i] = e4m3 ? fp8_e4m3_to_double(b) : fp8_e5m2_to_double(b);
+  }
+  return h;
+}
+
 // A device copy of `host`; at least 16 bytes, so an empty list still has a valid pointer.
 template <class T>
 DeviceBuffer upload(const std::vector<T>& host) {
@@ -110,20 +126,68 @@ std::vector<std::uint16_t> padded_rows(const std::vector<std::uint16_t>& dense, 
 struct DeviceCall {
   DeviceBuffer q, q_pe, k, v, o, lse, workspace, cache;
   DeviceBuffer cu_q, cu_k, seqused, table, indptr, indices, last_len, slopes, sinks;
+  DeviceBuffer k_scale, v_scale, k_descale, v_descale;
   HostPageTable pages;  // host mirror of the page table (paged calls)
   AttentionHostMetadata host;
   AttentionArgs args;
 };
 
-// The whole cache poisoned, then only the pages the batch owns written.
+// The whole cache poisoned (0xff: NaN in bf16, fp16, e4m3 and e5m2), then only the pages the batch
+// owns written; an fp8 cache narrows each image to its bytes.
 void fill_paged_cache(DeviceCall& call, const KvCacheStrides& s, const Batch& b, const HalfTensor& k,
-                      const HalfTensor& v, int d, int dv) {
-  call.cache = DeviceBuffer(size_t(s.total_elems) * 2);
+                      const HalfTensor& v, int d, int dv, int elem_bytes) {
+  call.cache = DeviceBuffer(size_t(s.total_elems) * elem_bytes);
   call.cache.memset(0xff);
+  std::vector<std::uint8_t> bytes;
   for_each_page_image(s, call.pages, b.cu_k, k.bits, v.bits, d, dv,
                       [&](long long offset, const std::vector<std::uint16_t>& img) {
-                        call.cache.upload(img.data(), img.size() * 2, size_t(offset) * 2);
+                        if (elem_bytes == 2) {
+                          call.cache.upload(img.data(), img.size() * 2, size_t(offset) * 2);
+                          return;
+                        }
+                        bytes.assign(img.begin(), img.end());  // kHalfPoison narrows to 0xff
+                        call.cache.upload(bytes.data(), bytes.size(), size_t(offset));
                       });
+}
+
+// fp8: the dequantisation factors of the case's scale kind on the device, and the reference's K/V
+// multiplied by them (request b's tokens, head h: k_scale * k_descale[b, h]).
+void setup_fp8_scales(DeviceCall& call, const AttentionCase& c, const Batch& b, int hkv, int d, int dv,
+                      HalfTensor& k, HalfTensor& v, std::mt19937_64& rng) {
+  std::uniform_real_distribution<float> unit(0.5f, 2.f);
+  const bool per_tensor = c.fp8_scales != Fp8Scales::descale, descale = c.fp8_scales != Fp8Scales::per_tensor;
+  std::vector<float> scale = {0.25f * unit(rng), 0.5f * unit(rng)};  // K, V
+  const int stride = hkv + 3;  // [batch, Hkv] rows padded: the batch stride is honoured
+  std::vector<float> desc[2];
+  for (int kv = 0; kv < 2; ++kv) {
+    desc[kv].assign(size_t(b.size) * stride, std::nanf(""));
+    for (int i = 0; i < b.size; ++i)
+      for (int h = 0; h < hkv; ++h) desc[kv][i * stride + h] = unit(rng);
+  }
+  AttentionArgs& a = call.args;
+  if (per_tensor) {
+    call.k_scale = upload(std::vector<float>{scale[0]});
+    call.v_scale = upload(std::vector<float>{scale[1]});
+    a.k_scale = call.k_scale.as<float>();
+    a.v_scale = call.v_scale.as<float>();
+  }
+  if (descale) {
+    call.k_descale = upload(desc[0]);
+    call.v_descale = upload(desc[1]);
+    a.k_descale = call.k_descale.as<float>();
+    a.v_descale = call.v_descale.as<float>();
+    a.k_descale_batch_stride = a.v_descale_batch_stride = stride;
+  }
+  for (int kv = 0; kv < 2; ++kv) {
+    HalfTensor& t = kv ? v : k;
+    const int dim = kv ? dv : d;
+    for (int i = 0; i < b.size; ++i)
+      for (long long tok = b.cu_k[i]; tok < b.cu_k[i + 1]; ++tok)
+        for (int h = 0; h < hkv; ++h) {
+          const double f = double(per_tensor ? scale[kv] : 1.f) * (descale ? desc[kv][i * stride + h] : 1.f);
+          for (int e = 0; e < dim; ++e) t.exact[(tok * hkv + h) * dim + e] *= f;
+        }
+  }
 }
 
 void setup_paged(DeviceCall& call, const KernelPlan& plan, const AttentionCase& c, const Batch& b,
@@ -145,8 +209,9 @@ void setup_paged(DeviceCall& call, const KernelPlan& plan, const AttentionCase& 
   } catch (const std::invalid_argument& e) {
     throw BadCall(std::string("check: ") + e.what());
   }
-  fill_paged_cache(call, strides, b, k, v, plan.head_dim, plan.head_dim_v);
-  bind_kv_cache(call.args, strides, call.cache.as());
+  const int elem_bytes = plan.kv_cache == KvDType::same ? 2 : 1;
+  fill_paged_cache(call, strides, b, k, v, plan.head_dim, plan.head_dim_v, elem_bytes);
+  bind_kv_cache(call.args, strides, call.cache.as(), elem_bytes);
 
   const HostPageTable& t = call.pages;
   AttentionArgs& a = call.args;
@@ -236,6 +301,10 @@ double reference_work(const KernelPlan& plan, const AttentionCase& c) {
   return visible_pairs(plan.spec, b.lq, b.lk) * plan.spec.num_q_heads;
 }
 
+const char* to_string(Fp8Scales s) {
+  return s == Fp8Scales::per_tensor ? "scale" : s == Fp8Scales::descale ? "descale" : "scale_descale";
+}
+
 std::string AttentionReport::summary() const {
   char buf[360];
   std::snprintf(buf, sizeof buf,
@@ -263,9 +332,12 @@ AttentionReport check_attention(const KernelPlan& plan, const Kernel& kernel, co
   rep.seed = c.seed ? c.seed : std::uint64_t(std::chrono::steady_clock::now().time_since_epoch().count());
   std::mt19937_64 rng(rep.seed);
   const HalfTensor q = random_half(t, size_t(b.total_q) * hq * d, rng, c.check);
-  const HalfTensor k = random_half(t, size_t(b.total_k) * hkv * d, rng, c.check);
-  const HalfTensor v =
-      mla ? latent_values(k, b.total_k, d, dv) : random_half(t, size_t(b.total_k) * hkv * dv, rng, c.check);
+  const bool fp8 = plan.kv_cache != KvDType::same;
+  HalfTensor k = fp8 ? random_fp8(plan.kv_cache, size_t(b.total_k) * hkv * d, rng)
+                     : random_half(t, size_t(b.total_k) * hkv * d, rng, c.check);
+  HalfTensor v = fp8    ? random_fp8(plan.kv_cache, size_t(b.total_k) * hkv * dv, rng)
+                 : mla ? latent_values(k, b.total_k, d, dv)
+                       : random_half(t, size_t(b.total_k) * hkv * dv, rng, c.check);
   std::vector<double> slopes(hq), sinks(hq);
   std::uniform_real_distribution<double> unit(0.0, 1.0);
   std::normal_distribution<double> normal(0.0, 1.0);
@@ -327,6 +399,7 @@ AttentionReport check_attention(const KernelPlan& plan, const Kernel& kernel, co
   if (plan.paged) {
     setup_paged(call, plan, c, b, k, v, rng);
     if (mla) a.v = nullptr;  // V is read from k's rows; the V plane the layout also holds is never read
+    if (fp8) setup_fp8_scales(call, c, b, hkv, d, dv, k, v, rng);  // after the cache holds the bytes
   } else {
     call.k = upload(k.bits);
     call.v = upload(v.bits);

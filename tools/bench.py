@@ -30,9 +30,11 @@ DECODE_D = 128
 MLA = [(128, 4096, 128, "TFLOP/s"), (64, 8192, 16, "TB/s")]
 FLASHMLA_H800 = {"TFLOP/s": 660.0, "TB/s": 3.0}
 MLA_SCALE = 0.1352  # DeepSeek-V3's layer scale ((128 + 64) ** -0.5 with its YaRN mscale), not 1/sqrt(576)
+DECODE_FP8 = [(64, 8192)]  # an fp8 e4m3 cache: TB/s of fp8 bytes, and the time against bf16's row
 
 
-def spec_yaml(name, head_dim, causal, kernel, page_size, tuning=None, hq=HQ, hkv=HKV, mask=None, sinks=False):
+def spec_yaml(name, head_dim, causal, kernel, page_size, tuning=None, hq=HQ, hkv=HKV, mask=None, sinks=False,
+              kv_dtype="same"):
     return "\n".join(([f"tuning: {tuning}"] if tuning else []) + [
         "version: 1",
         f"name: {name}",
@@ -40,7 +42,7 @@ def spec_yaml(name, head_dim, causal, kernel, page_size, tuning=None, hq=HQ, hkv
         f"num_q_heads: {hq}",
         f"num_kv_heads: {hkv}",
         "dtype: bf16",
-        f"kv_cache: {{dtype: same, layout: NHD, page_size: {page_size}}}",
+        f"kv_cache: {{dtype: {kv_dtype}, layout: NHD, page_size: {page_size}}}",
         f"mask: {mask or ('causal' if causal else 'none')}",
     ] + (["sinks: true"] if sinks else []) + [
         f"kernels: [{kernel}]",
@@ -90,8 +92,9 @@ def write_specs(workdir, page_size, only=None, decode_tuning=None):
         name = f"bench-prefill-d{d}-{'causal' if causal else 'none'}"
         specs.append(dict(name=name, kind="prefill", D=d, causal=causal, B=b, S=PREFILL_S,
                           shapes=[dict(kind="prefill", batch=b, seqlen_q=PREFILL_S, seqlen_k=PREFILL_S)]))
-    specs.append(dict(name="bench-decode-d128", kind="decode", D=DECODE_D, causal=False,
-                      shapes=[dict(kind="decode", batch=b, seqlen_q=1, seqlen_k=l) for b, l in DECODE]))
+    for name, kv, shapes in (("bench-decode-d128", "same", DECODE), ("bench-decode-d128-fp8e4m3", "fp8_e4m3", DECODE_FP8)):
+        specs.append(dict(name=name, kind="decode", D=DECODE_D, causal=False, kv_dtype=kv,
+                          shapes=[dict(kind="decode", batch=b, seqlen_q=1, seqlen_k=l) for b, l in shapes]))
     for s in serving_specs():
         s["shapes"] = [dict(kind="prefill", batch=len(s["lens"]), seqlen_q=max(s["lens"]), seqlen_k=max(s["lens"]))]
         specs.append(s)
@@ -103,7 +106,8 @@ def write_specs(workdir, page_size, only=None, decode_tuning=None):
         s["path"] = os.path.join(workdir, s["name"] + ".yaml")
         with open(s["path"], "w") as f:
             f.write(spec_yaml(s["name"], s["D"], s["causal"], kernel, page_size,
-                              decode_tuning if s["kind"] == "decode" else None, **layer))
+                              decode_tuning if s["kind"] == "decode" else None, kv_dtype=s.get("kv_dtype", "same"),
+                              **layer))
         if kernel == "prefill":  # the same layer held to prefill_sm80 (its heuristic): one column per family
             s["sm80_path"] = os.path.join(workdir, s["name"] + "-sm80.yaml")
             with open(s["sm80_path"], "w") as f:
@@ -284,40 +288,53 @@ def paged_cache(k, page_size, num_blocks_extra=64):
 
 
 def decode_rows(spec, db, page_size, flex):
+    """One row per shape. An fp8 spec's cache holds fp8(x / scale) (reshape_and_cache_flash's
+    rounding) read with that per-tensor scale; its TB/s counts fp8 bytes, and `ms` keeps the times."""
     rows = []
     D = spec["D"]
+    fp8 = spec.get("kv_dtype", "same") != "same"
     a_h = attnc.Attention(spec["path"], db=db or "none", use_tuning=False)
     runs = [("attnc_heuristic", a_h)]
     if db:
         runs.insert(0, ("attnc_tuned", attnc.Attention(spec["path"], db=db, use_tuning=True)))
-    for B, L in DECODE:
+    for sh in spec["shapes"]:
+        B, L = sh["batch"], sh["seqlen_k"]
         torch.manual_seed(0)
         q = torch.randn(B, HQ, 1, D, dtype=torch.bfloat16, device="cuda")
         k = torch.randn(B, HKV, L, D, dtype=torch.bfloat16, device="cuda")
         v = torch.randn_like(k)
-        byt = 2 * k.numel() * 2
+        byt = 2 * k.numel() * (1 if fp8 else 2)
+        ms_of = {}
         tb = lambda ms: byt / ms / 1e9 if ms else None
-        row = dict(shape=f"decode d{D} B{B} L{L} page{page_size}", unit="TB/s")
+        row = dict(shape=f"decode d{D} B{B} L{L} page{page_size}" + (" fp8 e4m3" if fp8 else ""), unit="TB/s",
+                   ms=ms_of)
         with sdpa_kernel([SDPBackend.CUDNN_ATTENTION]):
             ref = F.scaled_dot_product_attention(q, k, v, enable_gqa=True).reshape(B, HQ, D)
         kc, bt = paged_cache(k.transpose(1, 2).contiguous(), page_size)
         vc = torch.zeros_like(kc)
         vc[bt.flatten().long()] = v.transpose(1, 2).reshape(-1, page_size, HKV, D)
+        kw = {}
+        if fp8:
+            scales = [(c.abs().max().float() / 448).reshape(1) for c in (kc, vc)]
+            kc, vc = [(c.float() / s).to(torch.float8_e4m3fn) for c, s in zip((kc, vc), scales)]
+            kw = dict(k_scale=scales[0], v_scale=scales[1])
         qa = q.reshape(B, HQ, D).contiguous()
         used = torch.full((B,), L, dtype=torch.int32, device="cuda")
         for label, a in runs:
             a.reserve(B, L)
             o = torch.empty_like(qa)
-            fn = lambda: a.decode(qa, kc, vc, bt, used, L, out=o, stream=stream())
-            row[label] = tb(bench_ms(fn))
+            fn = lambda: a.decode(qa, kc, vc, bt, used, L, out=o, stream=stream(), **kw)
+            ms_of[label] = bench_ms(fn)
+            row[label] = tb(ms_of[label])
             row[label + "_config"] = a.select("decode", B, 1, L)
             row[label + "_max_diff"] = (o.float() - ref.float()).abs().max().item()
         del kc, vc
-        row["cudnn"] = tb(sdpa_ms(SDPBackend.CUDNN_ATTENTION,
+        ms_of["cudnn"] = sdpa_ms(SDPBackend.CUDNN_ATTENTION,
+                                 lambda: F.scaled_dot_product_attention(q, k, v, enable_gqa=True))
+        row["cudnn"] = None if fp8 else tb(ms_of["cudnn"])  # (cuDNN reads bf16: its time is in `ms`)
+        row["flash"] = None if fp8 else tb(sdpa_ms(SDPBackend.FLASH_ATTENTION,
                                   lambda: F.scaled_dot_product_attention(q, k, v, enable_gqa=True)))
-        row["flash"] = tb(sdpa_ms(SDPBackend.FLASH_ATTENTION,
-                                  lambda: F.scaled_dot_product_attention(q, k, v, enable_gqa=True)))
-        if flex:
+        if flex and not fp8:
             row["flex"] = tb(bench_ms(lambda: flex(q, k, v, enable_gqa=True)))
         rows.append(row)
         print(json.dumps(row), flush=True)
@@ -410,6 +427,15 @@ def markdown(rows, jit, env):
                      f"| {ratio(r.get('attnc_heuristic'), r.get('cudnn'))} "
                      f"| {ratio(r.get('attnc_tuned'), r.get('attnc_heuristic'))} "
                      f"| {ratio(r.get('attnc_tuned'), r.get('flex'))} |")
+    for r in rows:  # fp8 rows: the time against the bf16 row of the same shape
+        base = next((b for b in rows if r["shape"].endswith(" fp8 e4m3") and b["shape"] == r["shape"][:-9]), None)
+        if base:
+            lines.append("")
+            for label in ("attnc_tuned", "attnc_heuristic"):
+                f8, b16 = r["ms"].get(label), base["ms"].get(label)
+                if f8 and b16:
+                    lines.append(f"- {r['shape']}, {label}: {f8 * 1e3:.1f} us against bf16 {b16 * 1e3:.1f} us: "
+                                 f"{b16 / f8:.2f}x the tokens per second (cuDNN bf16: {r['ms']['cudnn'] * 1e3:.1f} us)")
     if any(r["shape"].startswith("serving") for r in rows):
         lines += ["", "Serving rows: cuDNN and FA2 run one SDPA call per request (SDPA has no varlen form); "
                   "FlexAttention takes the packed batch with a document mask; the window + sinks row has only "

@@ -11,6 +11,11 @@ const char* element_type(DType d) { return d == DType::bf16 ? "attnc::bf16_t" : 
 const char* b(bool v) { return v ? "true" : "false"; }
 const char* lse_name(LseOut l) { return l == LseOut::none ? "none" : l == LseOut::base_e ? "base_e" : "base_2"; }
 
+// What the paged K/V of an attention kernel hold (attnc/params/ops_params.h's cache encodings).
+const char* kv_cache_constant(KvDType d) {
+  return d == KvDType::fp8_e4m3 ? "kCacheFp8E4m3" : d == KvDType::fp8_e5m2 ? "kCacheFp8E5m2" : "kCacheSame";
+}
+
 // The traits every attention family reads: element type, head dims, group and the features.
 std::string feature_traits(const KernelPlan& p) {
   std::ostringstream s;
@@ -46,6 +51,7 @@ std::string emit_attention(const KernelPlan& p, const std::string& entry) {
     << "  static constexpr int kBlockN = " << c.block_n << ";\n"
     << "  static constexpr int kWarps = " << c.warps << ";\n"
     << "  static constexpr int kStages = " << c.stages << ";\n"
+    << "  static constexpr int kKvCache = attnc::" << kv_cache_constant(p.kv_cache) << ";\n"
     << "};\n\n"
     << "static_assert(" << kernel << "::kSmemBytes == " << p.smem_bytes
     << ", \"host and template disagree on shared memory\");\n\n"

@@ -35,12 +35,29 @@ void check_supported(const Spec& s, KernelKind kind) {
   if (s.sparse.enabled) throw NotSupportedYet("block-sparse attention (no sparse_prefill family yet)");
   if (s.quant != QuantMode::none)
     throw NotSupportedYet(std::string("quant ") + to_string(s.quant) + " (no quantised family yet)");
-  if (kind != KernelKind::prefill && s.kv_cache.dtype != KvDType::same)
-    throw NotSupportedYet(std::string("reading a ") + to_string(s.kv_cache.dtype) +
-                          " KV cache (attention reads 16-bit caches; cache_write stores fp8)");
+  if (kind != KernelKind::prefill && s.kv_cache.dtype == KvDType::int8)
+    throw NotSupportedYet("reading an int8 KV cache (attention reads 16-bit and fp8 caches)");
   for (int d : {s.head_dim, s.head_dim_v})
     if (d % 8 != 0 || d < 8 || d > 256)
       throw NotSupportedYet("head dim " + std::to_string(d) + " (supported: multiples of 8 up to 256)");
+}
+
+// An fp8 cache read by a paged kernel (prefill_paged, decode): 16 fp8 bytes per copy and the fp8
+// cvt (sm_89 on); prefill_sm90 has no fp8 path (it refuses paged kernels anyway).
+bool reads_fp8(const Spec& s, KernelKind kind) {
+  return kind != KernelKind::prefill && (s.kv_cache.dtype == KvDType::fp8_e4m3 || s.kv_cache.dtype == KvDType::fp8_e5m2);
+}
+
+void check_fp8(const Spec& s, const Config& c, const ArchInfo& arch) {
+  const std::string what = std::string("reading a ") + to_string(s.kv_cache.dtype) + " KV cache";
+  if (arch.major * 10 + arch.minor < 89)
+    throw NotSupportedYet(what + " on sm_" + std::to_string(arch.major * 10 + arch.minor) +
+                          " (the fp8 conversion instruction needs sm_89 or later)");
+  if (c.family == kPrefillSm90) throw NotSupportedYet(what + " with prefill_sm90 (prefill_sm80 and decode families read it)");
+  for (int d : {s.head_dim, s.head_dim_v})
+    if (d % 16 != 0)
+      throw NotSupportedYet(what + " with head dim " + std::to_string(d) +
+                            " (fp8 rows load in 16-byte chunks: multiples of 16)");
 }
 
 // What decode_bw cannot do yet that decode_split does.
@@ -53,15 +70,20 @@ void check_decode_bw(const Spec& s) {
 
 // Shared memory as the templates lay it out: attention_sm80.cuh (Q, then STAGES K and V tiles), or
 // decode_bw.cuh (Q, then STAGES K and V tiles per warp, which the warps' merge overlays; then
-// the warps' row maxima and sums).
-int smem_bytes(const Spec& s, const Config& c) {
+// the warps' row maxima and sums). With an fp8 cache the stages hold fp8 bytes (D + Dv per key)
+// and one 16-bit K and V tile follows Q (per warp in decode_bw) for the converted tile.
+int smem_bytes(const Spec& s, KernelKind kind, const Config& c) {
   const int dq = padded_head_dim(s.head_dim), dv = padded_head_dim(s.head_dim_v);
-  if (c.family != "decode_bw") return 2 * (c.block_m * std::max(dq, dv) + c.stages * c.block_n * (dq + dv));
-  const int pipeline = 2 * (16 * std::max(dq, dv) + c.warps * c.stages * c.block_n * (dq + dv));
+  const bool fp8 = reads_fp8(s, kind);
+  const int tiles16 = fp8 ? 1 : c.stages;
+  const int staged = fp8 ? c.stages * c.block_n * (s.head_dim + s.head_dim_v) : 0;
+  const int kv = 2 * tiles16 * c.block_n * (dq + dv) + staged;  // one block's, or one decode_bw warp's
+  if (c.family != "decode_bw") return 2 * c.block_m * std::max(dq, dv) + kv;
+  const int pipeline = 2 * 16 * std::max(dq, dv) + c.warps * kv;
   return pipeline + 4 * 2 * c.warps * 16;  // then each warp's row max and sum
 }
 
-void check_config(const Spec& s, const Config& c, const ArchInfo& arch) {
+void check_config(const Spec& s, KernelKind kind, const Config& c, const ArchInfo& arch) {
   const bool bw = c.family == "decode_bw";
   const int max_warps = bw ? 8 : 16, max_stages = bw ? 8 : 4;
   if (c.warps < 1 || c.warps > max_warps)
@@ -72,7 +94,7 @@ void check_config(const Spec& s, const Config& c, const ArchInfo& arch) {
   if (!bw && c.block_m != 16 * c.warps)
     throw BadConfig("block_m " + std::to_string(c.block_m) + " with " + std::to_string(c.warps) + " warps; " +
                     c.family + " gives each warp 16 rows, so block_m must be " + std::to_string(16 * c.warps));
-  check_key_tiles(c, smem_bytes(s, c), arch, max_stages);
+  check_key_tiles(c, smem_bytes(s, kind, c), arch, max_stages);
 }
 
 // Canonical mask code, so specs that compute the same mask share a kernel: a window (-1, 0) is
@@ -97,14 +119,14 @@ std::vector<std::string> attention_families(KernelKind kind) {
 // decode_bw where it was measured (sm_90): 4 warps on separate keys, 16-key tiles, 3 stages (two
 // blocks per SM at d128, 8 KB per warp tile in flight twice; docs/kernels-decode.md). Fewer stages,
 // then fewer warps, until it fits the arch.
-Config default_decode_bw_config(const Spec& s, const ArchInfo& info) {
+Config default_decode_bw_config(const Spec& s, const ArchInfo& info) {  // (decode kernels)
   Config c;
   c.family = "decode_bw";
   c.block_m = 16;
   c.block_n = 16;
   c.warps = 4;
   c.stages = 3;
-  while (smem_bytes(s, c) > info.max_smem_per_block && (c.stages > 2 || c.warps > 1)) {
+  while (smem_bytes(s, KernelKind::decode, c) > info.max_smem_per_block && (c.stages > 2 || c.warps > 1)) {
     if (c.stages > 2) --c.stages;
     else c.warps /= 2;
   }
@@ -158,7 +180,7 @@ Config default_family_config(const Spec& s, KernelKind kind, const std::string& 
   else { c.block_m = 64; c.warps = 4; c.block_n = 32; }  // d256: BN 64 spills (O alone is 128 registers)
   c.stages = 2;
   // Shrink the K/V tile until it fits the arch (sm_86/89 have 99 KiB).
-  while (c.block_n > 16 && smem_bytes(s, c) > info.max_smem_per_block) c.block_n /= 2;
+  while (c.block_n > 16 && smem_bytes(s, kind, c) > info.max_smem_per_block) c.block_n /= 2;
   return c;
 }
 
@@ -173,8 +195,9 @@ KernelPlan plan_attention_kernel(const Spec& s, KernelKind kind, const Config& c
   const bool mla = c.family == kMlaDecode;
   if (!mla) check_supported(s, kind);
   if (c.family == "decode_bw") check_decode_bw(s);
+  if (reads_fp8(s, kind)) check_fp8(s, c, info);
   const bool sm90 = c.family == kPrefillSm90;
-  if (!sm90 && !mla) check_config(s, c, info);
+  if (!sm90 && !mla) check_config(s, kind, c, info);
 
   KernelPlan p = base_plan(s, kind, c, arch);
   p.head_dim = s.head_dim;
@@ -188,13 +211,14 @@ KernelPlan plan_attention_kernel(const Spec& s, KernelKind kind, const Config& c
   p.paged = kind != KernelKind::prefill;
   p.pack_gqa = kind == KernelKind::decode;
   p.split_kv = kind == KernelKind::decode;
+  p.kv_cache = reads_fp8(s, kind) ? s.kv_cache.dtype : KvDType::same;
   if (sm90) {
     plan_prefill_sm90(s, kind, c, info, p);
   } else if (mla) {
     plan_mla_decode(s, kind, c, info, p);
   } else {
     p.threads = 32 * c.warps;
-    p.smem_bytes = smem_bytes(s, c);
+    p.smem_bytes = smem_bytes(s, kind, c);
   }
   return p;
 }
@@ -209,6 +233,7 @@ std::string attention_variant_name(const KernelPlan& p) {
   if (p.sinks) n += "_sinks";
   if (p.lse != LseOut::none) n += p.lse == LseOut::base_e ? "_lse" : "_lse2";
   if (p.paged && p.family == "prefill_sm80") n += "_paged";
+  if (p.kv_cache != KvDType::same) n += p.kv_cache == KvDType::fp8_e4m3 ? "_fp8e4m3" : "_fp8e5m2";
   return n + "_" + p.config.short_name();
 }
 

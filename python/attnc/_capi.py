@@ -50,7 +50,10 @@ class Call(ctypes.Structure):
                 ("alibi_slopes", c_void_p), ("alibi_batch_stride", c_ll), ("sinks", c_void_p),
                 ("num_splits", c_int), ("workspace", c_void_p), ("workspace_bytes", c_size_t),
                 ("total_k", c_int),
-                ("q_pe", c_void_p), ("q_pe_row_stride", c_ll), ("q_pe_head_stride", c_ll)]
+                ("q_pe", c_void_p), ("q_pe_row_stride", c_ll), ("q_pe_head_stride", c_ll),
+                ("k_scale", c_void_p), ("v_scale", c_void_p), ("k_descale", c_void_p), ("v_descale", c_void_p),
+                ("k_descale_batch_stride", c_ll), ("k_descale_head_stride", c_ll),
+                ("v_descale_batch_stride", c_ll), ("v_descale_head_stride", c_ll)]
 
 
 class Selection(ctypes.Structure):

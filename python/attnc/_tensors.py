@@ -17,8 +17,9 @@ class Arg:
 TORCH_DTYPES = {"bf16": "bfloat16", "fp16": "float16"}
 
 
-def arg(name, x, layout, dtypes=None, required=True):
-    """Arg for `x`; `layout` names the dims ("[total_q, Hq, D]") and fixes the rank."""
+def arg(name, x, layout, dtypes=None, required=True, any_strides=False):
+    """Arg for `x`; `layout` names the dims ("[total_q, Hq, D]") and fixes the rank. any_strides: the
+    kernel reads it element by element with its strides (so 0, a broadcast, is fine too)."""
     if x is None:
         if required:
             raise ValueError(f"{name} is required: a CUDA tensor {layout} or a device pointer (int)")
@@ -32,14 +33,15 @@ def arg(name, x, layout, dtypes=None, required=True):
     if not (hasattr(x, "data_ptr") and hasattr(x, "stride") and hasattr(x, "dtype")):
         x = _foreign(name, x, layout)
         if isinstance(x, Arg):
-            return _checked(name, x, layout, dtypes)
+            return _checked(name, x, layout, dtypes, any_strides)
     dtype = str(x.dtype).replace("torch.", "")
     if not getattr(x, "is_cuda", False):
         raise ValueError(f"{name} must be a CUDA tensor, got one on {x.device}")
-    return _checked(name, Arg(x.data_ptr(), tuple(x.shape), tuple(x.stride()), dtype, x), layout, dtypes)
+    return _checked(name, Arg(x.data_ptr(), tuple(x.shape), tuple(x.stride()), dtype, x), layout, dtypes,
+                    any_strides)
 
 
-def _checked(name, a, layout, dtypes):
+def _checked(name, a, layout, dtypes, any_strides=False):
     """The rank, dtype and innermost-stride checks every tensor argument gets."""
     # "[Hq] or [batch, Hq]": each alternative allows its own number of dims.
     ndims = sorted({alt.count(",") + 1 for alt in layout.split(" or ")})
@@ -48,7 +50,7 @@ def _checked(name, a, layout, dtypes):
         raise ValueError(f"{name} must be {layout} ({dims} dims), got shape {a.shape}")
     if dtypes and a.dtype not in dtypes:
         raise TypeError(f"{name} must be {' or '.join(dtypes)}, got {a.dtype}")
-    if a.strides[-1] != 1 and a.shape[-1] > 1:
+    if not any_strides and a.strides[-1] != 1 and a.shape[-1] > 1:
         raise ValueError(f"{name}: the last dim must be contiguous (stride 1), got strides {a.strides}")
     return a
 

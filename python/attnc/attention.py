@@ -9,6 +9,7 @@ from ._tensors import TORCH_DTYPES, arg, expect_dim, need, same_device
 
 _INT32 = ("int32",)
 _F32 = ("float32",)
+_FP8_CACHE = _ops._FP8  # kv_cache_dtype -> the torch dtypes an fp8 cache may have
 
 
 def _torch():
@@ -202,7 +203,8 @@ class Attention:
         """Decode over a paged cache: q [batch, Hq, D] (one token per request; or [total_q, Hq, D]
         with cu_seqlens_q and max_seqlen_q), caches [num_blocks, page_size, Hkv, D], block_table int32
         [batch, max_blocks], seqused_k int32 [batch] (context lengths). num_splits None: the
-        dispatcher's choice."""
+        dispatcher's choice. fp8 caches (spec kv_cache.dtype fp8_*; float8 or uint8 tensors) take
+        k_scale/v_scale [1] and/or k_descale/v_descale [batch, Hkv] (also for prefill_paged)."""
         c, qa = self._start("decode", q, extra)
         parts = self._paged(c, k_cache, v_cache, block_table, seqused_k, extra)
         self._decode_lengths(c, parts, cu_seqlens_q, max_seqlen_q, max_seqlen_k, num_splits, extra)
@@ -276,8 +278,9 @@ class Attention:
 
     def _paged(self, c, k_cache, v_cache, block_table, seqused_k, extra):
         layout = "[num_blocks, page_size, Hkv, D]"
-        ka = arg("k_cache", k_cache, layout, self._dtypes())
-        va = arg("v_cache", v_cache, layout, self._dtypes())
+        cache_dt = _FP8_CACHE.get(self.spec["kv_cache_dtype"], self._dtypes())
+        ka = arg("k_cache", k_cache, layout, cache_dt)
+        va = arg("v_cache", v_cache, layout, cache_dt)
         for name, a, d in (("k_cache", ka, "head_dim"), ("v_cache", va, "head_dim_v")):
             expect_dim(name, a, 2, self.spec["num_kv_heads"], "kv heads")
             expect_dim(name, a, 3, self.spec[d], d.replace("_", " "))
@@ -293,7 +296,8 @@ class Attention:
         c.num_blocks = ka.shape[0] if ka.shape else int(need("num_blocks", extra.pop("num_blocks", None),
                                                              "when k_cache is a pointer"))
         c.page_size = ka.shape[1] if ka.shape else int(extra.pop("page_size", self.spec["page_size"]))
-        return [ka, va] + self._page_table(c, block_table, seqused_k, extra)
+        parts = [ka, va] + self._page_table(c, block_table, seqused_k, extra)
+        return parts + self._fp8_scales(c, extra)  # after the page table: descales are [batch, Hkv]
 
     def _page_table(self, c, block_table, seqused_k, extra):
         bt = arg("block_table", block_table, "[batch, max_blocks]", _INT32)
@@ -310,6 +314,31 @@ class Attention:
             c.block_table_stride = int(extra.pop("block_table_stride", c.max_blocks_per_seq))
         extra.pop("batch", None)
         return [bt, su]
+
+    def _fp8_scales(self, c, extra):
+        """fp8 caches: k_scale/v_scale fp32 [1] (per tensor) and FlashAttention-3's k_descale/v_descale
+        fp32 [batch, Hkv] (any strides, e.g. an .expand()), each optional (absent: 1)."""
+        names = ("k_scale", "v_scale", "k_descale", "v_descale")
+        given = {n: extra.pop(n) for n in names if extra.get(n) is not None}
+        for n in names:
+            extra.pop(n, None)
+        if given and self.spec["kv_cache_dtype"] not in _FP8_CACHE:
+            raise ValueError(f"{', '.join(given)} given but the cache holds {self.spec['dtype']} (spec kv_cache.dtype "
+                             f"{self.spec['kv_cache_dtype']}); scales dequantise fp8 caches")
+        parts = []
+        for n, x in given.items():
+            descale = n.endswith("descale")
+            a = arg(n, x, "[batch, Hkv]" if descale else "[1]", _F32, any_strides=descale)
+            if a.shape and not descale and tuple(a.shape) != (1,):
+                raise ValueError(f"{n} must be [1] (one per-tensor scale), got {tuple(a.shape)}")
+            if a.shape and descale:
+                expect_dim(n, a, 0, c.batch, "requests")
+                expect_dim(n, a, 1, self.spec["num_kv_heads"], "kv heads")
+                setattr(c, n + "_batch_stride", a.strides[0])
+                setattr(c, n + "_head_stride", a.strides[1])
+            setattr(c, n, a.ptr)
+            parts.append(a)
+        return parts
 
     def _finish(self, c, qa, parts, out, lse, stream, softmax_scale, extra, head_dim_v=None):
         torch = _torch() if qa.tensor is not None else None

@@ -20,14 +20,42 @@ void require(bool ok, const Parts&... what) {
 
 long long or_default(long long stride, long long dflt) { return stride ? stride : dflt; }
 
-// 16-byte vector loads need 16-byte aligned rows: base pointer and every stride in whole chunks.
-void check_tensor(const char* name, const void* ptr, std::initializer_list<long long> strides) {
+// 16-byte vector loads need 16-byte aligned rows: base pointer and every stride in whole chunks
+// (8 16-bit elements, or 16 fp8 bytes).
+void check_tensor(const char* name, const void* ptr, std::initializer_list<long long> strides, int elem_bytes = 2) {
   require(ptr != nullptr, name, " is null");
   require(reinterpret_cast<std::uintptr_t>(ptr) % 16 == 0, name, " must be 16-byte aligned (vector loads)");
+  const int chunk = 16 / elem_bytes;
   for (long long s : strides) {
     require(s > 0, name, " strides must be positive, got ", s);
-    require(s % 8 == 0, name, " strides must be multiples of 8 elements (16 bytes), got ", s);
+    require(s % chunk == 0, name, " strides must be multiples of ", chunk, " elements (16 bytes), got ", s);
   }
+}
+
+// The dequantisation scales of an fp8 cache (all optional), or none for a 16-bit one.
+void set_fp8_scales(AttentionParams& p, const KernelPlan& plan, const AttentionArgs& a) {
+  const bool fp8 = plan.kv_cache != KvDType::same;
+  if (!fp8) {
+    require(!a.k_scale && !a.v_scale && !a.k_descale && !a.v_descale,
+            "k_scale/v_scale/k_descale/v_descale given but the kernel reads a 16-bit KV cache; they dequantise fp8 "
+            "caches (spec kv_cache.dtype fp8_e4m3 or fp8_e5m2)");
+    return;
+  }
+  for (const float* f : {a.k_scale, a.v_scale, a.k_descale, a.v_descale})
+    require(reinterpret_cast<std::uintptr_t>(f) % 4 == 0, "fp8 scales and descales must be 4-byte aligned fp32");
+  const long long hkv = plan.spec.num_kv_heads;
+  auto stride = [](long long s, long long dflt) { return s == -1 ? dflt : s; };
+  p.k_scale = a.k_scale;
+  p.v_scale = a.v_scale;
+  p.k_descale = a.k_descale;
+  p.v_descale = a.v_descale;
+  p.k_descale_batch_stride = stride(a.k_descale_batch_stride, hkv);
+  p.k_descale_head_stride = stride(a.k_descale_head_stride, 1);
+  p.v_descale_batch_stride = stride(a.v_descale_batch_stride, hkv);
+  p.v_descale_head_stride = stride(a.v_descale_head_stride, 1);
+  for (long long s : {p.k_descale_batch_stride, p.k_descale_head_stride, p.v_descale_batch_stride,
+                      p.v_descale_head_stride})
+    require(s >= 0, "descale strides must be >= 0 (or -1: contiguous [batch, Hkv]), got ", s);
 }
 
 // The page-table form a call uses, checked for completeness and consistency.
@@ -225,9 +253,10 @@ AttentionLaunch prepare_attention(const KernelPlan& plan, const AttentionArgs& a
     p.k_row_stride = a.k_row_stride; p.k_block_stride = a.k_block_stride;
     p.k_head_stride = mla ? or_default(a.k_head_stride, d) : a.k_head_stride;  // MLA: one latent head
     p.v_row_stride = a.v_row_stride; p.v_head_stride = a.v_head_stride; p.v_block_stride = a.v_block_stride;
-    check_tensor("k", a.k, {p.k_row_stride, p.k_head_stride, p.k_block_stride});
+    const int kv_bytes = plan.kv_cache == KvDType::same ? 2 : 1;
+    check_tensor("k", a.k, {p.k_row_stride, p.k_head_stride, p.k_block_stride}, kv_bytes);
     if (mla) check_mla_decode(a, p, hq);
-    else check_tensor("v", a.v, {p.v_row_stride, p.v_head_stride, p.v_block_stride});
+    else check_tensor("v", a.v, {p.v_row_stride, p.v_head_stride, p.v_block_stride}, kv_bytes);
     p.page_size = a.page_size;
     p.block_table = a.block_table;
     p.block_table_stride = a.block_table_stride;
@@ -247,6 +276,7 @@ AttentionLaunch prepare_attention(const KernelPlan& plan, const AttentionArgs& a
     check_tensor("v", a.v, {p.v_row_stride, p.v_head_stride});
   }
   if (a.host) check_host_metadata(a, *a.host, plan.paged);
+  set_fp8_scales(p, plan, a);
 
   if (plan.lse != LseOut::none) {
     require(a.lse != nullptr, "the spec asks for LSE output but lse is null");
