@@ -127,6 +127,22 @@ typedef struct attnc_call {
   int total_k; /* rows of contiguous k and v; -1 (attnc_call_init): unknown. prefill_sm90 reads K/V
                   through TMA and needs it (or host cu_seqlens_k); without it a prefill on sm_90a
                   runs on prefill_sm80, at about 0.4x the speed */
+  /* MLA decode (an mla spec's decode kernel, mla_decode): q is [total_q, Hq, 576], or q_nope
+     [total_q, Hq, 512] with q_pe [total_q, Hq, 64] here (strides 0: contiguous); k is the latent
+     cache [num_blocks, page_size, 576] (page_size a multiple of 64) and v NULL or k. */
+  const void* q_pe;
+  long long q_pe_row_stride, q_pe_head_stride;
+  /* fp8 paged caches (spec kv_cache.dtype fp8_e4m3 / fp8_e5m2; k, v and their strides in bytes):
+     element = stored byte * k_scale[0] * k_descale[b * batch_stride + kv_head * head_stride], V
+     alike. Each optional (NULL: 1), device fp32: k_scale/v_scale [1] (what cache_write divided
+     by), k_descale/v_descale FlashAttention-3's [batch, Hkv] (strides in floats; -1 from
+     attnc_call_init: contiguous; 0 broadcasts). */
+  const float* k_scale;
+  const float* v_scale;
+  const float* k_descale;
+  const float* v_descale;
+  long long k_descale_batch_stride, k_descale_head_stride;
+  long long v_descale_batch_stride, v_descale_head_stride;
 } attnc_call;
 
 /* What attnc_attention_run would use for a shape. */

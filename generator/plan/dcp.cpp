@@ -39,7 +39,8 @@ long long dcp_max_local_len(const DcpShard& s, long long max_len) {
 Spec dcp_context_spec(const Spec& local, int world_size) {
   check_dcp_shard({world_size, 1});
   if (local.mla.enabled)
-    throw NotSupportedYet("decode context parallelism for MLA specs (their absorbed decode is not built yet)");
+    throw NotSupportedYet("decode context parallelism for MLA specs (vLLM's MLA path: q gathered as [B, N*H, 576] "
+                          "over the latent shard; not built or tested yet)");
   if (local.alibi != Alibi::none)
     throw NotSupportedYet("ALiBi with decode context parallelism (the bias needs each key's global position; "
                           "a rank's kernel sees its shard's local indices)");

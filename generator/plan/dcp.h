@@ -35,7 +35,7 @@ void check_dcp_shard(const DcpShard&);
 // kernels [decode]. Refuses with NotSupportedYet what a shard cannot compute: ALiBi and sliding
 // windows (they need each key's global position; the kernels see local indices), attention sinks
 // (each rank would count the sink once: N times in all), block sparsity (positional), MLA (its
-// absorbed decode is not built yet). Throws std::invalid_argument for world_size < 1 or a head
+// latent shard pass is not built or tested yet). Throws std::invalid_argument for world_size < 1 or a head
 // count past the limit.
 Spec dcp_context_spec(const Spec& local, int world_size);
 

@@ -58,6 +58,7 @@ struct KernelPlan {
   bool paged = false;       // K/V from a paged cache
   bool pack_gqa = false;    // rows of a tile are (token, q head of the group) pairs
   bool split_kv = false;    // runtime num_splits > 1 allowed (partials + combine entry)
+  KvDType kv_cache = KvDType::same;  // what the paged K/V hold: 16-bit, or fp8 bytes (fp8_e4m3 / fp8_e5m2)
 
   // Launch shape.
   int threads = 0;
@@ -66,6 +67,8 @@ struct KernelPlan {
   // The parts of the kernel name that identify the compiled code (not the spec): specs that need
   // the same code get the same name, source and cubin.
   std::string variant_name() const;
+  // KV heads the kernel reads: the spec's, except mla_decode's one latent head.
+  int kv_heads() const { return spec.num_q_heads / group; }
 };
 
 // The heuristic default for a spec and kind (what runs before any tuning).

@@ -111,6 +111,9 @@ struct Spec {
   bool operator==(const Spec&) const = default;
 };
 
+// Bytes per element of the paged KV cache: 2 (the model's dtype), 1 (fp8, int8).
+inline int kv_cache_elem_bytes(const Spec& s) { return s.kv_cache.dtype == KvDType::same ? 2 : 1; }
+
 const char* to_string(DType);
 const char* to_string(KvDType);
 const char* to_string(KvLayout);

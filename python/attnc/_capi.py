@@ -49,7 +49,11 @@ class Call(ctypes.Structure):
                 ("softmax_scale", c_float), ("softcap", c_float), ("window_left", c_int), ("window_right", c_int),
                 ("alibi_slopes", c_void_p), ("alibi_batch_stride", c_ll), ("sinks", c_void_p),
                 ("num_splits", c_int), ("workspace", c_void_p), ("workspace_bytes", c_size_t),
-                ("total_k", c_int)]
+                ("total_k", c_int),
+                ("q_pe", c_void_p), ("q_pe_row_stride", c_ll), ("q_pe_head_stride", c_ll),
+                ("k_scale", c_void_p), ("v_scale", c_void_p), ("k_descale", c_void_p), ("v_descale", c_void_p),
+                ("k_descale_batch_stride", c_ll), ("k_descale_head_stride", c_ll),
+                ("v_descale_batch_stride", c_ll), ("v_descale_head_stride", c_ll)]
 
 
 class Selection(ctypes.Structure):

@@ -41,6 +41,8 @@ void default_call(attnc_call& c) {
   c.softcap = -1.f;
   c.window_left = c.window_right = -2;
   c.total_k = -1;
+  c.k_descale_batch_stride = c.k_descale_head_stride = -1;
+  c.v_descale_batch_stride = c.v_descale_head_stride = -1;
 }
 
 int check_kind(int kind, KernelKind* out) {
@@ -148,6 +150,17 @@ void to_args(const attnc_call& c, AttentionArgs& a) {
   a.workspace = c.workspace;
   a.workspace_bytes = c.workspace_bytes;
   a.total_k = c.total_k;  // -1 from the defaults for a caller older than the field
+  a.q_pe = c.q_pe;
+  a.q_pe_row_stride = c.q_pe_row_stride;
+  a.q_pe_head_stride = c.q_pe_head_stride;
+  a.k_scale = c.k_scale;
+  a.v_scale = c.v_scale;
+  a.k_descale = c.k_descale;
+  a.v_descale = c.v_descale;
+  a.k_descale_batch_stride = c.k_descale_batch_stride;
+  a.k_descale_head_stride = c.k_descale_head_stride;
+  a.v_descale_batch_stride = c.v_descale_batch_stride;
+  a.v_descale_head_stride = c.v_descale_head_stride;
 }
 
 }  // namespace

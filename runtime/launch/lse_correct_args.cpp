@@ -71,12 +71,8 @@ LseCorrectLaunch prepare_lse_correct(const KernelPlan& plan, const LseCorrectArg
   p.lses_head_stride = lses_default ? 1 : a.lses_head_stride;
   if (a.output_lse) {
     c.pointer("output_lse", a.output_lse, 4);
-    const bool lse_default = !a.output_lse_token_stride && !a.output_lse_head_stride;
-    c.require(lse_default || (a.output_lse_token_stride > 0 && a.output_lse_head_stride > 0),
-              "output_lse strides must both be positive (or both 0 for [num_heads, num_tokens]), got token ",
-              a.output_lse_token_stride, ", head ", a.output_lse_head_stride);
-    p.out_lse_token_stride = lse_default ? 1 : a.output_lse_token_stride;
-    p.out_lse_head_stride = lse_default ? a.num_tokens : a.output_lse_head_stride;
+    c.lse_strides("output_lse", a.output_lse_token_stride, a.output_lse_head_stride, a.num_tokens,
+                  p.out_lse_token_stride, p.out_lse_head_stride);
     c.disjoint("output_lse", 1,
                {{"token", a.num_tokens, p.out_lse_token_stride}, {"head", heads, p.out_lse_head_stride}});
   } else {

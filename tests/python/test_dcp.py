@@ -94,7 +94,8 @@ class ContextLayer(unittest.TestCase):
             ctx = attnc.Attention(layer.dcp_context_yaml(2), db=self.db, device_info=DEVICE)
             part = FakeCuda(3, 8, 64, dtype="bfloat16")
             out = FakeCuda(2, 3, 4, 64, dtype="bfloat16")
-            with self.assertRaisesRegex(ValueError, r"lses must be \[world_size, num_tokens, num_heads\] = \(2, 3, 8\)"):
+            want = r"lses must be \[world_size, num_tokens, num_heads\] = \(2, 3, 8\)"
+            with self.assertRaisesRegex(ValueError, want):
                 ctx.lse_correct(out, part, FakeCuda(2, 8, 3), 0)
             with self.assertRaisesRegex(ValueError, "chunks \\* heads_per_chunk = 8"):
                 ctx.lse_correct(FakeCuda(2, 3, 3, 64, dtype="bfloat16"), part, FakeCuda(2, 3, 8), 0)

@@ -17,7 +17,9 @@
 // Traits (written by the emitter) supply:
 //   Element (bf16_t | fp16_t), kHeadDim, kHeadDimV, kBlockM, kBlockN, kWarps, kStages,
 //   kGroup (q heads per kv head), kMask (MaskKind), kSoftcap, kAlibi (Alibi), kSinks,
-//   kLse (LseOut), kPaged, kPackGqa, kSplitKv.
+//   kLse (LseOut), kPaged, kPackGqa, kSplitKv, kKvCache (kCacheSame, or an fp8 paged cache: tiles
+//   stage as fp8 bytes and convert into one fp16 K/V buffer before the compute, and the mma runs in
+//   fp16 with bf16 Q converted once; features/kv_fp8.cuh).
 #pragma once
 
 #include "attnc/core/ptx.cuh"
@@ -25,6 +27,7 @@
 #include "attnc/families/combine.cuh"
 #include "attnc/features/alibi.cuh"
 #include "attnc/features/block_range.cuh"
+#include "attnc/features/kv_fp8.cuh"
 #include "attnc/features/kv_source.cuh"
 #include "attnc/features/lse.cuh"
 #include "attnc/features/mask.cuh"
@@ -48,14 +51,29 @@ struct AttentionSm80 {
   static_assert(BM == 16 * T::kWarps, "each warp owns 16 query rows");
   static_assert(BN % 16 == 0 && D % 8 == 0 && DV % 8 == 0, "mma tiles are 16 wide, rows whole 16-byte chunks");
   static_assert(STAGES >= 2, "at least double buffering");
+  static constexpr int CACHE = T::kKvCache;
+  static constexpr bool FP8 = CACHE != kCacheSame;
+  static_assert(!FP8 || (T::kPaged && D % 16 == 0 && DV % 16 == 0), "fp8 caches are paged, rows whole 16-byte chunks");
+  // 16-bit K/V buffers the mma reads: the pipeline's stages, or with fp8 the one converted tile
+  // (the stages hold fp8 bytes).
+  static constexpr int CSTAGES = FP8 ? 1 : STAGES;
+  using ME = typename MmaElemOf<FP8, E>::type;           // the mma's element: fp16 against fp8 caches
+  static constexpr bool QF16 = FP8 && is_same<E, bf16_t>::value;  // bf16 Q converted to fp16 (QToF16)
+  // With fp8 the conversion's shared-memory traffic makes shared memory the limit: each warp keeps
+  // its Q fragments in registers (KSTEPS x 4) instead of re-reading them for every tile (up to
+  // d192: at d256 the 64 registers would spill).
+  static constexpr bool QREG = FP8 && KSTEPS <= 12;
 
   using QTile = SmemTile<BM, DQO>;
   using KTile = SmemTile<BN, DP>;
   using VTile = SmemTile<BN, DVP>;
-  static constexpr int kSmemBytes = 2 * (QTile::kElems + STAGES * (KTile::kElems + VTile::kElems));
+  using KStage = Fp8Stage<BN, D>;
+  using VStage = Fp8Stage<BN, DV>;
+  static constexpr int kStageBytes = FP8 ? STAGES * (KStage::kBytes + VStage::kBytes) : 0;
+  static constexpr int kSmemBytes = 2 * (QTile::kElems + CSTAGES * (KTile::kElems + VTile::kElems)) + kStageBytes;
 
   using Rows = RowMap<T::kPackGqa, G>;
-  using Kv = KvSource<T::kPaged>;
+  using Kv = KvSource<T::kPaged, typename KvElemOf<FP8>::type>;
   using MaskT = Mask<T::kMask>;
   using AlibiT = AlibiBias<T::kAlibi>;
 
@@ -71,6 +89,8 @@ struct AttentionSm80 {
     u16* sQ;
     u16* sK;
     u16* sV;
+    u8* sK8;  // fp8: the staged stages
+    u8* sV8;
   };
 
   // One thread's part of the compute: its two accumulator rows (mma C layout), O and the softmax.
@@ -82,6 +102,8 @@ struct AttentionSm80 {
     OnlineSoftmax<2> softmax;
     u32 q_base, k_base0, v_base0;  // ldmatrix row bases (SmemTile::frag_addr)
     int xq, xk;                    // and their swizzle keys
+    KvDequant dequant;             // fp8: K's factor on the scores, V's on the output
+    u32 qf[QREG ? KSTEPS : 1][4];  // QREG: this warp's Q fragments
   };
 
   __device__ static void run(const AttentionParams& p, u16* smem) {
@@ -94,6 +116,7 @@ struct AttentionSm80 {
     start_pipeline(p, w, kv);
     State st;
     init_state(p, w, st);
+    if constexpr (FP8) prepare_q(w, st);
     for (int it = 0; it < w.keys.n_tiles; ++it) {
       advance_pipeline(w, kv, it);
       compute_tile(p, w, mask, kv.sk, it, st);
@@ -116,7 +139,9 @@ struct AttentionSm80 {
     w.t1 = w.rows.token(w.rows_here - 1) + 1;
     w.sQ = smem;
     w.sK = w.sQ + QTile::kElems;
-    w.sV = w.sK + STAGES * KTile::kElems;
+    w.sV = w.sK + CSTAGES * KTile::kElems;
+    w.sK8 = reinterpret_cast<u8*>(w.sV + CSTAGES * VTile::kElems);
+    w.sV8 = w.sK8 + STAGES * KStage::kBytes;
     w.tid = threadIdx.x;
     return true;
   }
@@ -141,15 +166,43 @@ struct AttentionSm80 {
     st.q_base = QTile::row_base(w.sQ, warp * 16 + lane % 16);
     st.k_base0 = KTile::row_base(w.sK, lane % 8 + (lane / 16) * 8);
     st.v_base0 = VTile::row_base(w.sV, lane % 16);
+    if constexpr (FP8) st.dequant = KvDequant(p, w.seq, T::kPackGqa ? blockIdx.y : blockIdx.y / G);
+  }
+
+  // fp8: once Q has landed, each warp turns its 16 rows into fp16 if they are bf16 (its scores take
+  // the power of two back), then holds their fragments in registers.
+  __device__ static void prepare_q(const Work& w, State& st) {
+    cp_async_wait<STAGES - 2>();  // the first group (Q and tile 0) has landed for this thread
+    __syncthreads();              // and for every thread
+    if constexpr (QF16) {
+      using Q16 = QToF16<QTile, D>;
+      const int warp = w.tid / 32, lane = w.tid % 32;
+      const int s = Q16::exponent(warp_max(Q16::amax(w.sQ, 16 * warp, lane, 32)));
+      Q16::convert(w.sQ, 16 * warp, lane, 32, s);
+      __syncwarp();
+      st.dequant.k *= Q16::pow2(s);
+    }
+    load_q_frags(st);
+  }
+
+  __device__ static void load_q_frags(State& st) {
+    if constexpr (QREG)
+#pragma unroll
+      for (int kk = 0; kk < KSTEPS; ++kk) ldmatrix_x4(st.qf[kk], QTile::frag_addr(st.q_base, 0, 2 * kk, st.xq));
   }
 
   // --- the pipeline: K/V tile `tile` into its stage, one cp.async group per tile.
   __device__ static void load_kv(const Work& w, const Kv& kv, int tile) {
     const int n0 = w.keys.n_begin + tile * BN, stage = tile % STAGES;
-    KTile::template load_rows_async<NTHREADS, 2 * KSTEPS, D / 8>(w.sK + stage * KTile::kElems, kv.k_rows(n0),
-                                                                  kv.sk - n0, w.tid);
-    VTile::template load_rows_async<NTHREADS, 2 * DV16, DV / 8>(w.sV + stage * VTile::kElems, kv.v_rows(n0),
-                                                                 kv.sk - n0, w.tid);
+    if constexpr (FP8) {
+      KStage::template load_rows_async<NTHREADS>(w.sK8 + stage * KStage::kBytes, kv.k_rows(n0), kv.sk - n0, w.tid);
+      VStage::template load_rows_async<NTHREADS>(w.sV8 + stage * VStage::kBytes, kv.v_rows(n0), kv.sk - n0, w.tid);
+    } else {
+      KTile::template load_rows_async<NTHREADS, 2 * KSTEPS, D / 8>(w.sK + stage * KTile::kElems, kv.k_rows(n0),
+                                                                    kv.sk - n0, w.tid);
+      VTile::template load_rows_async<NTHREADS, 2 * DV16, DV / 8>(w.sV + stage * VTile::kElems, kv.v_rows(n0),
+                                                                   kv.sk - n0, w.tid);
+    }
   }
 
   // Q with the first tile, then the rest of the pipeline's depth.
@@ -168,19 +221,32 @@ struct AttentionSm80 {
     }
   }
 
-  // Queue tile it + STAGES - 1 into the stage every warp has finished with, and wait for tile it.
+  // Queue tile it + STAGES - 1 into the stage every warp has finished with, and wait for tile it
+  // (fp8: and convert it into the 16-bit buffer, which every warp finished with before the first
+  // barrier).
   __device__ static void advance_pipeline(const Work& w, const Kv& kv, int it) {
     __syncthreads();
     if (it + STAGES - 1 < w.keys.n_tiles) load_kv(w, kv, it + STAGES - 1);
     cp_async_commit();
     cp_async_wait<STAGES - 1>();
     __syncthreads();
+    if constexpr (FP8) {
+      convert_stage<NTHREADS>(w, it % STAGES, w.tid);
+      __syncthreads();
+    }
+  }
+
+  // fp8: stage `stage` of the staged K/V into the 16-bit buffer, by NT threads from `tid`.
+  template <int NT>
+  __device__ static void convert_stage(const Work& w, int stage, int tid) {
+    KStage::template convert<NT, KTile, CACHE>(w.sK8 + stage * KStage::kBytes, w.sK, tid);
+    VStage::template convert<NT, VTile, CACHE>(w.sV8 + stage * VStage::kBytes, w.sV, tid);
   }
 
   // --- compute_tile: one K/V tile of keys [n0, n0 + BN) for this warp's 16 rows.
   __device__ static void compute_tile(const AttentionParams& p, const Work& w, const MaskT& mask, int sk, int it,
                                       State& st) {
-    const int n0 = w.keys.n_begin + it * BN, stage = it % STAGES;
+    const int n0 = w.keys.n_begin + it * BN, stage = it % CSTAGES;
     float acc_s[BN / 8][4];
     mma_qk(st, stage, acc_s);
     score_and_mask(p, w, mask, sk, n0, st, acc_s);
@@ -200,13 +266,18 @@ struct AttentionSm80 {
 #pragma unroll
     for (int kk = 0; kk < KSTEPS; ++kk) {
       u32 a[4];
-      ldmatrix_x4(a, QTile::frag_addr(st.q_base, 0, 2 * kk, st.xq));
+      if constexpr (QREG) {
+#pragma unroll
+        for (int j = 0; j < 4; ++j) a[j] = st.qf[kk][j];
+      } else {
+        ldmatrix_x4(a, QTile::frag_addr(st.q_base, 0, 2 * kk, st.xq));
+      }
 #pragma unroll
       for (int nn = 0; nn < BN / 16; ++nn) {
         u32 b[4];
         ldmatrix_x4(b, KTile::frag_addr(k_base, nn * 16, 2 * kk, st.xk));
-        mma_16816<E>(acc_s[2 * nn], a, b[0], b[1]);
-        mma_16816<E>(acc_s[2 * nn + 1], a, b[2], b[3]);
+        mma_16816<ME>(acc_s[2 * nn], a, b[0], b[1]);
+        mma_16816<ME>(acc_s[2 * nn + 1], a, b[2], b[3]);
       }
     }
   }
@@ -214,7 +285,8 @@ struct AttentionSm80 {
   // Logits in base 2: softcap, ALiBi, then the mask where the tile crosses a boundary.
   __device__ static void score_and_mask(const AttentionParams& p, const Work& w, const MaskT& mask, int sk, int n0,
                                         const State& st, float (&acc_s)[BN / 8][4]) {
-    const ScoreTransform<T::kSoftcap> score(p);
+    ScoreTransform<T::kSoftcap> score(p);
+    if constexpr (FP8) score.mul *= st.dequant.k;  // (q . k_stored) * k factor: the true q . k
     const bool need_mask = mask.tile_needs_mask(w.t0, w.t1, n0, n0 + BN, sk);
     const int shift = sk - w.sq;
 #pragma unroll
@@ -234,16 +306,16 @@ struct AttentionSm80 {
 #pragma unroll
     for (int kk = 0; kk < BN / 16; ++kk) {
       u32 a[4];
-      a[0] = pack2<E>(acc_s[2 * kk][0], acc_s[2 * kk][1]);
-      a[1] = pack2<E>(acc_s[2 * kk][2], acc_s[2 * kk][3]);
-      a[2] = pack2<E>(acc_s[2 * kk + 1][0], acc_s[2 * kk + 1][1]);
-      a[3] = pack2<E>(acc_s[2 * kk + 1][2], acc_s[2 * kk + 1][3]);
+      a[0] = pack2<ME>(acc_s[2 * kk][0], acc_s[2 * kk][1]);
+      a[1] = pack2<ME>(acc_s[2 * kk][2], acc_s[2 * kk][3]);
+      a[2] = pack2<ME>(acc_s[2 * kk + 1][0], acc_s[2 * kk + 1][1]);
+      a[3] = pack2<ME>(acc_s[2 * kk + 1][2], acc_s[2 * kk + 1][3]);
 #pragma unroll
       for (int dd = 0; dd < DV16; ++dd) {
         u32 b[4];
         ldmatrix_x4_trans(b, VTile::frag_addr(v_base, kk * 16, 2 * dd, st.xq));
-        mma_16816<E>(st.acc_o[2 * dd], a, b[0], b[1]);
-        mma_16816<E>(st.acc_o[2 * dd + 1], a, b[2], b[3]);
+        mma_16816<ME>(st.acc_o[2 * dd], a, b[0], b[1]);
+        mma_16816<ME>(st.acc_o[2 * dd + 1], a, b[2], b[3]);
       }
     }
   }
@@ -259,6 +331,10 @@ struct AttentionSm80 {
       else st.softmax.template finish<true>(inv_sum, lse2, sink2);
     } else {
       st.softmax.finish(inv_sum, lse2);
+    }
+    if constexpr (FP8) {
+      inv_sum[0] *= st.dequant.v;
+      inv_sum[1] *= st.dequant.v;
     }
     cp_async_wait<0>();
     if (partial) store_partial(p, w, st, inv_sum, lse2);
