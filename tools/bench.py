@@ -3,7 +3,9 @@
 # `attnc tune`), attnc untuned (the dispatcher's heuristic), torch SDPA (cuDNN and flash backends)
 # and FlexAttention, on the shapes of shared/reference/h200-anchors.md. Every figure is a median of
 # triton's do_bench (the anchors' method); ratios are to cuDNN measured in this same run. Also the
-# JIT figures: cold compile per variant, first call of a new spec, warm load from SQLite.
+# JIT figures: cold compile per variant, first call of a new spec, warm load from SQLite. And the
+# block-sparse row: Phi-3-small's pattern beside attnc dense causal and FlexAttention with the same
+# block mask (docs/kernels-block-sparse.md).
 # Run through tools/bench (which tunes first); writes bench.json and bench.md to --out.
 """attnc side by side with cuDNN, FlashAttention-2 and FlexAttention on the anchor shapes."""
 import argparse
@@ -25,10 +27,14 @@ PREFILL = [(64, False, 4), (64, True, 4), (128, False, 4), (128, True, 4), (256,
 PREFILL_S = 4096
 DECODE = [(64, 8192), (16, 32768), (128, 2048)]
 DECODE_D = 128
+# Phi-3-small's local + vertical-stride pattern (specs/phi-3-small.yaml), step 1, all heads on one rank.
+SPARSE = dict(block_size=64, local_blocks=16, vert_stride=8)
+SPARSE_S, SPARSE_B = 8192, 1
 
 
-def spec_yaml(name, head_dim, causal, kernel, page_size, tuning=None):
-    return "\n".join(([f"tuning: {tuning}"] if tuning else []) + [
+def spec_yaml(name, head_dim, causal, kernel, page_size, tuning=None, sparse=None):
+    return "\n".join(([f"tuning: {tuning}"] if tuning else []) + (
+        ["block_sparse: {" + ", ".join(f"{k}: {v}" for k, v in sparse.items()) + "}"] if sparse else []) + [
         "version: 1",
         f"name: {name}",
         f"head_dim: {head_dim}",
@@ -52,12 +58,20 @@ def write_specs(workdir, page_size, only=None, decode_tuning=None):
                           shapes=[dict(kind="prefill", batch=b, seqlen_q=PREFILL_S, seqlen_k=PREFILL_S)]))
     specs.append(dict(name="bench-decode-d128", kind="decode", D=DECODE_D, causal=False,
                       shapes=[dict(kind="decode", batch=b, seqlen_q=1, seqlen_k=l) for b, l in DECODE]))
+    specs.append(dict(name="bench-sparse-phi3-d128", kind="sparse", D=128, causal=True, B=SPARSE_B, S=SPARSE_S,
+                      shapes=[dict(kind="prefill", batch=SPARSE_B, seqlen_q=SPARSE_S, seqlen_k=SPARSE_S)]))
     specs = [s for s in specs if not only or s["kind"] == only]
     for s in specs:
         s["path"] = os.path.join(workdir, s["name"] + ".yaml")
+        kernel = "decode" if s["kind"] == "decode" else "prefill"
         with open(s["path"], "w") as f:
-            f.write(spec_yaml(s["name"], s["D"], s["causal"], s["kind"], page_size,
-                              decode_tuning if s["kind"] == "decode" else None))
+            f.write(spec_yaml(s["name"], s["D"], s["causal"], kernel, page_size,
+                              decode_tuning if s["kind"] == "decode" else None,
+                              SPARSE if s["kind"] == "sparse" else None))
+        if s["kind"] == "sparse":  # the same layer dense (Phi-3-small's every other layer)
+            s["dense_path"] = os.path.join(workdir, s["name"] + "-dense.yaml")
+            with open(s["dense_path"], "w") as f:
+                f.write(spec_yaml(s["name"] + "-dense", s["D"], True, "prefill", page_size))
         if s["kind"] == "prefill":  # the same layer held to prefill_sm80 (its heuristic): one column per family
             s["sm80_path"] = os.path.join(workdir, s["name"] + "-sm80.yaml")
             with open(s["sm80_path"], "w") as f:
@@ -142,6 +156,72 @@ def prefill_rows(spec, db, flex, block_mask_fn):
         torch.cuda.synchronize()
         row["flex_compile_s"] = time.time() - t0
         row["flex"] = tf(bench_ms(fn))
+    return row
+
+
+def sparse_mask_mod(b, h, q_idx, kv_idx):
+    """Phi-3-small's pattern at token level (attention-semantics.md §7.4), head sliding step 1."""
+    qb, kb = q_idx // SPARSE["block_size"], kv_idx // SPARSE["block_size"]
+    return (q_idx >= kv_idx) & ((qb - kb < SPARSE["local_blocks"]) | ((kb + h + 1) % SPARSE["vert_stride"] == 0))
+
+
+def sparse_pairs(S):
+    """Visible (query, key) pairs per head, averaged over the q heads."""
+    bs, nb = SPARSE["block_size"], S // SPARSE["block_size"]
+    total = 0
+    for h in range(HQ):
+        for qb in range(nb):
+            for kb in range(qb + 1):
+                if qb - kb < SPARSE["local_blocks"] or (kb + h + 1) % SPARSE["vert_stride"] == 0:
+                    total += bs * (bs + 1) // 2 if kb == qb else bs * bs
+    return total / HQ
+
+
+def sparse_rows(spec, db, flex, block_mask_fn):
+    """attnc block-sparse, attnc dense causal and FlexAttention with the same block mask, in ms."""
+    B, S, D = spec["B"], spec["S"], spec["D"]
+    g = torch.Generator(device="cuda").manual_seed(0)
+    q = torch.randn(B, HQ, S, D, dtype=torch.bfloat16, device="cuda", generator=g)
+    k = torch.randn(B, HKV, S, D, dtype=torch.bfloat16, device="cuda", generator=g)
+    v = torch.randn(B, HKV, S, D, dtype=torch.bfloat16, device="cuda", generator=g)
+    qa = q.transpose(1, 2).reshape(B * S, HQ, D).contiguous()
+    ka = k.transpose(1, 2).reshape(B * S, HKV, D).contiguous()
+    va = v.transpose(1, 2).reshape(B * S, HKV, D).contiguous()
+    cu = torch.arange(0, (B + 1) * S, S, dtype=torch.int32, device="cuda")
+    row = dict(shape=f"block-sparse {SPARSE['block_size']}/{SPARSE['local_blocks']}/{SPARSE['vert_stride']} "
+                     f"d{D} causal B{B} S{S}", unit="ms",
+               sparse_tflop=4 * B * HQ * D * sparse_pairs(S) / 1e12)
+    outs = {}
+    runs = [("attnc_sparse_heuristic", spec["path"], False), ("attnc_dense_causal", spec["dense_path"], False)]
+    if db:
+        runs.insert(0, ("attnc_sparse_tuned", spec["path"], True))
+    for label, path, tuned in runs:
+        a = attnc.Attention(path, db=db or "none", use_tuning=tuned)
+        o = torch.empty_like(qa)
+        row[label] = bench_ms(lambda: a.prefill(qa, ka, va, cu, cu, S, S, out=o, stream=stream()))
+        row[label + "_config"] = a.select("prefill", B, S, S)
+        outs[label] = o.view(B, S, HQ, D).transpose(1, 2)
+    if flex:
+        t0 = time.time()
+        bm = None
+        for block in ((128, 64), 128):  # the sparse block as Flex's KV block where it takes it
+            try:
+                bm = block_mask_fn(sparse_mask_mod, None, HQ, S, S, BLOCK_SIZE=block)
+                fn = lambda: flex(q, k, v, block_mask=bm, enable_gqa=True)
+                ref = fn()
+                row["flex_block_size"] = str(block)
+                break
+            except Exception as e:
+                print(f"  Flex BLOCK_SIZE={block}: {str(e)[:160]}", flush=True)
+        if "flex_block_size" in row:
+            torch.cuda.synchronize()
+            row["flex_compile_s"] = time.time() - t0
+            row["flex"] = bench_ms(fn)
+            for label, o in outs.items():  # attnc sparse against Flex: the same pattern, two implementations
+                row[label + "_vs_flex_max_diff"] = (o.float() - ref.float()).abs().max().item()
+    for label in ("attnc_sparse_tuned", "attnc_sparse_heuristic"):
+        if row.get(label):
+            row[label + "_tflops"] = row["sparse_tflop"] / (row[label] / 1e3)
     return row
 
 
@@ -247,12 +327,23 @@ def markdown(rows, jit, env):
              "| shape | unit | attnc tuned | attnc heuristic | attnc prefill_sm80 | cuDNN | FA2 (SDPA flash) | "
              "FlexAttention | tuned / cuDNN | heuristic / cuDNN | tuned / heuristic |",
              "|---|---|---|---|---|---|---|---|---|---|---|"]
-    for r in rows:
+    for r in (r for r in rows if r["unit"] != "ms"):
         lines.append(f"| {r['shape']} | {r['unit']} | {fmt(r.get('attnc_tuned'))} | {fmt(r.get('attnc_heuristic'))} "
                      f"| {fmt(r.get('attnc_sm80'))} | {fmt(r.get('cudnn'))} | {fmt(r.get('flash'))} | {fmt(r.get('flex'))} "
                      f"| {ratio(r.get('attnc_tuned'), r.get('cudnn'))} "
                      f"| {ratio(r.get('attnc_heuristic'), r.get('cudnn'))} "
                      f"| {ratio(r.get('attnc_tuned'), r.get('attnc_heuristic'))} |")
+    sparse = [r for r in rows if r["shape"].startswith("block-sparse")]
+    if sparse:
+        lines += ["", "| block-sparse shape | attnc sparse tuned (ms) | attnc sparse heuristic (ms) | attnc dense causal "
+                  "(ms) | FlexAttention, same block mask (ms) | dense / sparse | Flex / sparse | sparse TFLOP/s (visible) |",
+                  "|---|---|---|---|---|---|---|---|"]
+        for r in sparse:
+            best = min(x for x in (r.get("attnc_sparse_tuned"), r.get("attnc_sparse_heuristic")) if x)
+            lines.append(f"| {r['shape']} | {fmt(r.get('attnc_sparse_tuned'), 3)} | "
+                         f"{fmt(r.get('attnc_sparse_heuristic'), 3)} | {fmt(r.get('attnc_dense_causal'), 3)} | "
+                         f"{fmt(r.get('flex'), 3)} | {ratio(r.get('attnc_dense_causal'), best)} | "
+                         f"{ratio(r.get('flex'), best)} | {fmt(r['sparse_tflop'] / (best / 1e3))} |")
     if jit:
         lines += ["", "| JIT | seconds |", "|---|---|"] + [f"| {j['what']} | {j['seconds']:.3f} |" for j in jit]
     return "\n".join(lines) + "\n"
@@ -266,7 +357,7 @@ def main():
     ap.add_argument("--out", default=os.environ.get("OUT", "."), help="bench.json and bench.md go here")
     ap.add_argument("--page-size", type=int, default=16)
     ap.add_argument("--write-specs", action="store_true", help="only write the specs and shapes, print their paths")
-    ap.add_argument("--only", choices=["prefill", "decode"], help="one kind of rows, without the JIT figures")
+    ap.add_argument("--only", choices=["prefill", "decode", "sparse"], help="one kind of rows, without the JIT figures")
     ap.add_argument("--no-flex", action="store_true", help="leave FlexAttention out (its compiles take minutes)")
     ap.add_argument("--decode-tuning", help="the decode spec's `tuning:` map, e.g. '{warps: [4, 8]}'")
     args = ap.parse_args()
@@ -287,6 +378,9 @@ def main():
     for s in specs:
         if s["kind"] == "prefill":
             rows.append(prefill_rows(s, args.db, flex, block_mask_fn))
+            print(json.dumps(rows[-1]), flush=True)
+        elif s["kind"] == "sparse":
+            rows.append(sparse_rows(s, args.db, flex, block_mask_fn))
             print(json.dumps(rows[-1]), flush=True)
         else:
             rows += decode_rows(s, args.db, args.page_size, flex)
