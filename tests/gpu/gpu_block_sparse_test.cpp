@@ -205,7 +205,7 @@ TEST(GpuBlockSparseTiming, Phi3SmallS8192) {
   std::vector<Run> runs = {{"dense_causal_default", dense, ""}, {"sparse_default", sparse, ""}};
   if (arch == "sm_90a")
     for (const char* cfg : {R"({"block_n":64,"stages":3})", R"({"block_n":64,"stages":4})",
-                            R"({"block_m":192,"warps":16,"block_n":64,"stages":2})", R"({"block_n":128})"})
+                            R"({"block_m":128,"warps":12,"block_n":64,"stages":2})", R"({"block_n":128})"})
       runs.push_back({std::string("sparse_") + cfg, sparse, cfg});
   std::vector<KernelSource> sources;
   std::vector<KernelPlan> plans;
