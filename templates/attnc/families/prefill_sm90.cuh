@@ -167,6 +167,13 @@ struct PrefillSm90 {
     }
   }
 
+  // The i-th key tile visited, given the (i-1)-th: dense blocks index their range (no register
+  // carried through the loop), sparse ones walk the list.
+  __device__ static int tile_at(const Block& b, int i, int prev) {
+    if constexpr (Sparse::kEnabled) return i == 0 ? b.tiles.first() : b.tiles.next(prev);
+    else return b.tiles.first() + i;
+  }
+
   // ---- producer -----------------------------------------------------------------------------
 
   __device__ static void load(const AttentionParams& p, const AttentionTensorMaps& maps, const Block& b,
@@ -196,12 +203,12 @@ struct PrefillSm90 {
       load_tile(&maps.v, sm.v, sm.bar->v_full, sm.bar->v_empty, VTile::kBlocks, VTile::kElems, VTile::kBytes, BN, i,
                 tile);
     };
-    int k_tile = b.tiles.first(), v_tile = k_tile;  // K runs one tile ahead of V
+    int k_tile = tile_at(b, 0, 0), v_tile = k_tile;  // K runs one tile ahead of V
     if (b.n_tiles > 0) load_k(0, k_tile);
     for (int i = 0; i < b.n_tiles; ++i) {
-      if (i + 1 < b.n_tiles) load_k(i + 1, k_tile = b.tiles.next(k_tile));
+      if (i + 1 < b.n_tiles) load_k(i + 1, k_tile = tile_at(b, i + 1, k_tile));
       load_v(i, v_tile);
-      v_tile = b.tiles.next(v_tile);
+      v_tile = k_tile;
     }
   }
 
@@ -285,7 +292,7 @@ struct PrefillSm90 {
       wgmma_wait<0>();
       fence_operand(s);
       release(&sm.bar->k_empty[0]);
-      int tile = b.tiles.first();
+      int tile = tile_at(b, 0, 0);
       logits(s, tile);
       softmax.update(s, rescale);
       to_operand(s, pf);
@@ -307,7 +314,7 @@ struct PrefillSm90 {
         wgmma_wait<1>();
         fence_operand(s);
         release(&sm.bar->k_empty[st]);
-        logits(s, tile = b.tiles.next(tile));
+        logits(s, tile = tile_at(b, i, tile));
         softmax.update(s, rescale);
         wgmma_wait<0>();
         fence_operand(o);
