@@ -263,6 +263,7 @@ ReferenceOptions reference_options(const KernelPlan& plan, float scale, const st
   r.alibi = plan.alibi;
   r.alibi_slopes = plan.alibi != Alibi::none ? slopes : nullptr;
   r.sinks = plan.sinks ? sinks : nullptr;
+  r.sparse = sparse_pattern(s);
   return r;
 }
 
@@ -285,6 +286,14 @@ double visible_pairs(const Spec& s, const std::vector<int>& lq, const std::vecto
   if (s.mask.kind == MaskKind::causal) right = 0;
   if (s.mask.kind == MaskKind::sliding_window) { left = s.mask.window_left; right = s.mask.window_right; }
   double pairs = 0;
+  if (s.sparse.enabled) {  // block-sparse is causal: the pattern's keys, averaged over the q heads
+    const SparsePattern sp = sparse_pattern(s);
+    for (size_t b = 0; b < lq.size(); ++b)
+      for (long i = 0; i < lq[b]; ++i)
+        for (int h = 0; h < s.num_q_heads; ++h)
+          pairs += double(sparse_visible_keys(sp, i + lk[b] - lq[b], lk[b], h)) / s.num_q_heads;
+    return pairs;
+  }
   for (size_t b = 0; b < lq.size(); ++b) {
     for (long i = 0; i < lq[b]; ++i) {
       const long diag = i + lk[b] - lq[b];

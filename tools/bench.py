@@ -3,7 +3,9 @@
 # `attnc tune`), attnc untuned (the dispatcher's heuristic), torch SDPA (cuDNN and flash backends)
 # and FlexAttention, on the shapes of shared/reference/h200-anchors.md. Every figure is a median of
 # triton's do_bench (the anchors' method); ratios are to cuDNN measured in this same run. Also the
-# JIT figures: cold compile per variant, first call of a new spec, warm load from SQLite.
+# JIT figures: cold compile per variant, first call of a new spec, warm load from SQLite. And the
+# block-sparse row: Phi-3-small's pattern beside attnc dense causal and FlexAttention with the same
+# block mask (docs/kernels-block-sparse.md).
 # Run through tools/bench (which tunes first); writes bench.json and bench.md to --out.
 """attnc side by side with cuDNN, FlashAttention-2 and FlexAttention on the anchor shapes."""
 import argparse
@@ -33,9 +35,15 @@ MLA_SCALE = 0.1352  # DeepSeek-V3's layer scale ((128 + 64) ** -0.5 with its YaR
 DECODE_FP8 = [(64, 8192)]  # an fp8 e4m3 cache: TB/s of fp8 bytes, and the time against bf16's row
 
 
+# Phi-3-small's local + vertical-stride pattern (specs/phi-3-small.yaml), step 1, all heads on one rank.
+SPARSE = dict(block_size=64, local_blocks=16, vert_stride=8)
+SPARSE_S, SPARSE_B = 8192, 1
+
+
 def spec_yaml(name, head_dim, causal, kernel, page_size, tuning=None, hq=HQ, hkv=HKV, mask=None, sinks=False,
-              kv_dtype="same"):
-    return "\n".join(([f"tuning: {tuning}"] if tuning else []) + [
+              kv_dtype="same", sparse=None):
+    return "\n".join(([f"tuning: {tuning}"] if tuning else []) + (
+        ["block_sparse: {" + ", ".join(f"{k}: {v}" for k, v in sparse.items()) + "}"] if sparse else []) + [
         "version: 1",
         f"name: {name}",
         f"head_dim: {head_dim}",
@@ -98,17 +106,24 @@ def write_specs(workdir, page_size, only=None, decode_tuning=None):
     for s in serving_specs():
         s["shapes"] = [dict(kind="prefill", batch=len(s["lens"]), seqlen_q=max(s["lens"]), seqlen_k=max(s["lens"]))]
         specs.append(s)
+    specs.append(dict(name="bench-sparse-phi3-d128", kind="sparse", D=128, causal=True, B=SPARSE_B, S=SPARSE_S,
+                      shapes=[dict(kind="prefill", batch=SPARSE_B, seqlen_q=SPARSE_S, seqlen_k=SPARSE_S)]))
     specs = [s for s in specs if not only or s["kind"] == only]
     for s in specs:
         kernel = "decode" if s["kind"] == "decode" else "prefill"
         mask = f"{{kind: sliding_window, left: {s['window'] - 1}, right: 0}}" if s.get("window") else None
         layer = dict(hq=s.get("hq", HQ), hkv=s.get("hkv", HKV), mask=mask, sinks=s.get("sinks", False))
         s["path"] = os.path.join(workdir, s["name"] + ".yaml")
+        kernel = "decode" if s["kind"] == "decode" else "prefill"
         with open(s["path"], "w") as f:
             f.write(spec_yaml(s["name"], s["D"], s["causal"], kernel, page_size,
                               decode_tuning if s["kind"] == "decode" else None, kv_dtype=s.get("kv_dtype", "same"),
-                              **layer))
-        if kernel == "prefill":  # the same layer held to prefill_sm80 (its heuristic): one column per family
+                              sparse=SPARSE if s["kind"] == "sparse" else None, **layer))
+        if s["kind"] == "sparse":  # the same layer dense (Phi-3-small's every other layer)
+            s["dense_path"] = os.path.join(workdir, s["name"] + "-dense.yaml")
+            with open(s["dense_path"], "w") as f:
+                f.write(spec_yaml(s["name"] + "-dense", s["D"], True, "prefill", page_size))
+        if s["kind"] in ("prefill", "serving"):  # the same layer held to prefill_sm80 (its heuristic): one column per family
             s["sm80_path"] = os.path.join(workdir, s["name"] + "-sm80.yaml")
             with open(s["sm80_path"], "w") as f:
                 f.write(spec_yaml(s["name"] + "-sm80", s["D"], s["causal"], kernel, page_size,
@@ -275,6 +290,72 @@ def serving_rows(spec, db, flex, block_mask_fn):
     return row
 
 
+def sparse_mask_mod(b, h, q_idx, kv_idx):
+    """Phi-3-small's pattern at token level (attention-semantics.md §7.4), head sliding step 1."""
+    qb, kb = q_idx // SPARSE["block_size"], kv_idx // SPARSE["block_size"]
+    return (q_idx >= kv_idx) & ((qb - kb < SPARSE["local_blocks"]) | ((kb + h + 1) % SPARSE["vert_stride"] == 0))
+
+
+def sparse_pairs(S):
+    """Visible (query, key) pairs per head, averaged over the q heads."""
+    bs, nb = SPARSE["block_size"], S // SPARSE["block_size"]
+    total = 0
+    for h in range(HQ):
+        for qb in range(nb):
+            for kb in range(qb + 1):
+                if qb - kb < SPARSE["local_blocks"] or (kb + h + 1) % SPARSE["vert_stride"] == 0:
+                    total += bs * (bs + 1) // 2 if kb == qb else bs * bs
+    return total / HQ
+
+
+def sparse_rows(spec, db, flex, block_mask_fn):
+    """attnc block-sparse, attnc dense causal and FlexAttention with the same block mask, in ms."""
+    B, S, D = spec["B"], spec["S"], spec["D"]
+    g = torch.Generator(device="cuda").manual_seed(0)
+    q = torch.randn(B, HQ, S, D, dtype=torch.bfloat16, device="cuda", generator=g)
+    k = torch.randn(B, HKV, S, D, dtype=torch.bfloat16, device="cuda", generator=g)
+    v = torch.randn(B, HKV, S, D, dtype=torch.bfloat16, device="cuda", generator=g)
+    qa = q.transpose(1, 2).reshape(B * S, HQ, D).contiguous()
+    ka = k.transpose(1, 2).reshape(B * S, HKV, D).contiguous()
+    va = v.transpose(1, 2).reshape(B * S, HKV, D).contiguous()
+    cu = torch.arange(0, (B + 1) * S, S, dtype=torch.int32, device="cuda")
+    row = dict(shape=f"block-sparse {SPARSE['block_size']}/{SPARSE['local_blocks']}/{SPARSE['vert_stride']} "
+                     f"d{D} causal B{B} S{S}", unit="ms",
+               sparse_tflop=4 * B * HQ * D * sparse_pairs(S) / 1e12)
+    outs = {}
+    runs = [("attnc_sparse_heuristic", spec["path"], False), ("attnc_dense_causal", spec["dense_path"], False)]
+    if db:
+        runs.insert(0, ("attnc_sparse_tuned", spec["path"], True))
+    for label, path, tuned in runs:
+        a = attnc.Attention(path, db=db or "none", use_tuning=tuned)
+        o = torch.empty_like(qa)
+        row[label] = bench_ms(lambda: a.prefill(qa, ka, va, cu, cu, S, S, out=o, stream=stream()))
+        row[label + "_config"] = a.select("prefill", B, S, S)
+        outs[label] = o.view(B, S, HQ, D).transpose(1, 2)
+    if flex:
+        t0 = time.time()
+        bm = None
+        for block in ((128, 64), 128):  # the sparse block as Flex's KV block where it takes it
+            try:
+                bm = block_mask_fn(sparse_mask_mod, None, HQ, S, S, BLOCK_SIZE=block)
+                fn = lambda: flex(q, k, v, block_mask=bm, enable_gqa=True)
+                ref = fn()
+                row["flex_block_size"] = str(block)
+                break
+            except Exception as e:
+                print(f"  Flex BLOCK_SIZE={block}: {str(e)[:160]}", flush=True)
+        if "flex_block_size" in row:
+            torch.cuda.synchronize()
+            row["flex_compile_s"] = time.time() - t0
+            row["flex"] = bench_ms(fn)
+            for label, o in outs.items():  # attnc sparse against Flex: the same pattern, two implementations
+                row[label + "_vs_flex_max_diff"] = (o.float() - ref.float()).abs().max().item()
+    for label in ("attnc_sparse_tuned", "attnc_sparse_heuristic"):
+        if row.get(label):
+            row[label + "_tflops"] = row["sparse_tflop"] / (row[label] / 1e3)
+    return row
+
+
 def paged_cache(k, page_size, num_blocks_extra=64):
     """k: [B, L, Hkv, D] dense -> (cache [num_blocks, page, Hkv, D], block_table [B, L/page]) with
     the pages of every request scattered over the cache."""
@@ -420,7 +501,7 @@ def markdown(rows, jit, env):
              "| shape | unit | attnc tuned | attnc heuristic | attnc prefill_sm80 | cuDNN | FA2 (SDPA flash) | "
              "FlexAttention | tuned / cuDNN | heuristic / cuDNN | tuned / heuristic | tuned / Flex |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    for r in rows:
+    for r in (r for r in rows if r["unit"] != "ms"):
         lines.append(f"| {r['shape']} | {r['unit']} | {fmt(r.get('attnc_tuned'))} | {fmt(r.get('attnc_heuristic'))} "
                      f"| {fmt(r.get('attnc_sm80'))} | {fmt(r.get('cudnn'))} | {fmt(r.get('flash'))} | {fmt(r.get('flex'))} "
                      f"| {ratio(r.get('attnc_tuned'), r.get('cudnn'))} "
@@ -440,6 +521,17 @@ def markdown(rows, jit, env):
         lines += ["", "Serving rows: cuDNN and FA2 run one SDPA call per request (SDPA has no varlen form); "
                   "FlexAttention takes the packed batch with a document mask; the window + sinks row has only "
                   "FlexAttention (sinks applied from its LSE): its anchor is the last column."]
+    sparse = [r for r in rows if r["shape"].startswith("block-sparse")]
+    if sparse:
+        lines += ["", "| block-sparse shape | attnc sparse tuned (ms) | attnc sparse heuristic (ms) | attnc dense causal "
+                  "(ms) | FlexAttention, same block mask (ms) | dense / sparse | Flex / sparse | sparse TFLOP/s (visible) |",
+                  "|---|---|---|---|---|---|---|---|"]
+        for r in sparse:
+            best = min(x for x in (r.get("attnc_sparse_tuned"), r.get("attnc_sparse_heuristic")) if x)
+            lines.append(f"| {r['shape']} | {fmt(r.get('attnc_sparse_tuned'), 3)} | "
+                         f"{fmt(r.get('attnc_sparse_heuristic'), 3)} | {fmt(r.get('attnc_dense_causal'), 3)} | "
+                         f"{fmt(r.get('flex'), 3)} | {ratio(r.get('attnc_dense_causal'), best)} | "
+                         f"{ratio(r.get('flex'), best)} | {fmt(r['sparse_tflop'] / (best / 1e3))} |")
     if jit:
         lines += ["", "| JIT | seconds |", "|---|---|"] + [f"| {j['what']} | {j['seconds']:.3f} |" for j in jit]
     return "\n".join(lines) + "\n"
@@ -453,7 +545,7 @@ def main():
     ap.add_argument("--out", default=os.environ.get("OUT", "."), help="bench.json and bench.md go here")
     ap.add_argument("--page-size", type=int, default=16)
     ap.add_argument("--write-specs", action="store_true", help="only write the specs and shapes, print their paths")
-    ap.add_argument("--only", choices=["prefill", "decode", "serving", "mla"],
+    ap.add_argument("--only", choices=["prefill", "decode", "serving", "mla", "sparse"],
                     help="one kind of rows, without the JIT figures (mla: MLA absorbed decode)")
     ap.add_argument("--no-flex", action="store_true", help="leave FlexAttention out (its compiles take minutes)")
     ap.add_argument("--decode-tuning", help="the decode spec's `tuning:` map, e.g. '{warps: [4, 8]}'")
@@ -478,6 +570,9 @@ def main():
             print(json.dumps(rows[-1]), flush=True)
         elif s["kind"] == "mla":
             rows += mla_rows(s, args.db)
+        elif s["kind"] == "sparse":
+            rows.append(sparse_rows(s, args.db, flex, block_mask_fn))
+            print(json.dumps(rows[-1]), flush=True)
         else:
             rows += decode_rows(s, args.db, args.page_size, flex)
         torch.cuda.empty_cache()

@@ -28,6 +28,10 @@ std::string feature_traits(const KernelPlan& p) {
     << "  static constexpr attnc::Alibi kAlibi = attnc::Alibi::" << to_string(p.alibi) << ";\n"
     << "  static constexpr bool kSinks = " << b(p.sinks) << ";\n"
     << "  static constexpr attnc::LseOut kLse = attnc::LseOut::" << lse_name(p.lse) << ";\n";
+  if (const BlockSparseSpec& b = p.spec.sparse; b.enabled)  // features/block_sparse.cuh
+    s << "  using Sparse = attnc::LocalStrided<" << b.block_size << ", " << b.local_blocks << ", " << b.vert_stride
+      << ", " << b.head_sliding_step << ", " << b.active_head_begin << ", " << b.q_block_size << ", " << p.group
+      << ">;  // block, local, vert_stride, step, head begin, q block, group\n";
   return s.str();
 }
 

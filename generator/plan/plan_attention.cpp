@@ -1,6 +1,7 @@
 #include "generator/plan/plan_attention.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <vector>
 
 #include "generator/plan/plan_mla_decode.h"
@@ -32,7 +33,6 @@ bool makes(const std::string& family, KernelKind kind) {
 void check_supported(const Spec& s, KernelKind kind) {
   if (s.mla.enabled && kind == KernelKind::decode)
     throw NotSupportedYet("MLA absorbed decode on this family (latent K/V aliasing); mla_decode makes it");
-  if (s.sparse.enabled) throw NotSupportedYet("block-sparse attention (no sparse_prefill family yet)");
   if (s.quant != QuantMode::none)
     throw NotSupportedYet(std::string("quant ") + to_string(s.quant) + " (no quantised family yet)");
   if (kind != KernelKind::prefill && s.kv_cache.dtype == KvDType::int8)
@@ -232,6 +232,11 @@ std::string attention_variant_name(const KernelPlan& p) {
   if (p.alibi != Alibi::none) n += p.alibi == Alibi::linear ? "_alibi" : "_sqrtalibi";
   if (p.sinks) n += "_sinks";
   if (p.lse != LseOut::none) n += p.lse == LseOut::base_e ? "_lse" : "_lse2";
+  if (const BlockSparseSpec& b = p.spec.sparse; b.enabled)
+    n += "_bs" + std::to_string(b.block_size) + "l" + std::to_string(b.local_blocks) + "v" +
+         std::to_string(b.vert_stride) + (b.head_sliding_step < 0 ? "kv" : "s") +  // no '-' in a C name
+         std::to_string(std::abs(b.head_sliding_step)) + "h" +
+         std::to_string(b.active_head_begin) + "q" + std::to_string(b.q_block_size);
   if (p.paged && p.family == "prefill_sm80") n += "_paged";
   if (p.kv_cache != KvDType::same) n += p.kv_cache == KvDType::fp8_e4m3 ? "_fp8e4m3" : "_fp8e5m2";
   return n + "_" + p.config.short_name();

@@ -14,6 +14,10 @@
 // the pipeline (load_kv), compute_tile (S = QK^T, score and mask, softmax update with the O
 // rescale, O += PV) and finish (store the output or a split's partial).
 //
+// Block-sparse traits (`Sparse`, features/block_sparse.cuh): a key tile no row of the block sees is
+// neither loaded nor computed (a test per tile, so the pipeline keeps its shape), and the pattern
+// masks the tiles it cuts.
+//
 // Traits (written by the emitter) supply:
 //   Element (bf16_t | fp16_t), kHeadDim, kHeadDimV, kBlockM, kBlockN, kWarps, kStages,
 //   kGroup (q heads per kv head), kMask (MaskKind), kSoftcap, kAlibi (Alibi), kSinks,
@@ -27,6 +31,7 @@
 #include "attnc/families/combine.cuh"
 #include "attnc/features/alibi.cuh"
 #include "attnc/features/block_range.cuh"
+#include "attnc/features/block_sparse.cuh"
 #include "attnc/features/kv_fp8.cuh"
 #include "attnc/features/kv_source.cuh"
 #include "attnc/features/lse.cuh"
@@ -76,6 +81,7 @@ struct AttentionSm80 {
   using Kv = KvSource<T::kPaged, typename KvElemOf<FP8>::type>;
   using MaskT = Mask<T::kMask>;
   using AlibiT = AlibiBias<T::kAlibi>;
+  using Sparse = typename SparseOf<T>::type;
 
   // What one block works on, fixed by setup().
   struct Work {
@@ -191,9 +197,17 @@ struct AttentionSm80 {
       for (int kk = 0; kk < KSTEPS; ++kk) ldmatrix_x4(st.qf[kk], QTile::frag_addr(st.q_base, 0, 2 * kk, st.xq));
   }
 
+  // Whether any row of the block sees a key of [n0, n0 + BN) under the block-sparse pattern (the
+  // heads of a packed block: its kv head's group). `shift` is sk - sq.
+  __device__ static bool tile_visible(const Work& w, int shift, int n0) {
+    const int h0 = w.rows.head_base, h1 = T::kPackGqa ? h0 + G - 1 : h0;
+    return Sparse::tile_visible(w.t0 + shift, w.t1 - 1 + shift, n0, n0 + BN, h0, h1);
+  }
+
   // --- the pipeline: K/V tile `tile` into its stage, one cp.async group per tile.
   __device__ static void load_kv(const Work& w, const Kv& kv, int tile) {
     const int n0 = w.keys.n_begin + tile * BN, stage = tile % STAGES;
+    if (Sparse::kEnabled && !tile_visible(w, kv.sk - w.sq, n0)) return;
     if constexpr (FP8) {
       KStage::template load_rows_async<NTHREADS>(w.sK8 + stage * KStage::kBytes, kv.k_rows(n0), kv.sk - n0, w.tid);
       VStage::template load_rows_async<NTHREADS>(w.sV8 + stage * VStage::kBytes, kv.v_rows(n0), kv.sk - n0, w.tid);
@@ -247,6 +261,7 @@ struct AttentionSm80 {
   __device__ static void compute_tile(const AttentionParams& p, const Work& w, const MaskT& mask, int sk, int it,
                                       State& st) {
     const int n0 = w.keys.n_begin + it * BN, stage = it % CSTAGES;
+    if (Sparse::kEnabled && !tile_visible(w, sk - w.sq, n0)) return;
     float acc_s[BN / 8][4];
     mma_qk(st, stage, acc_s);
     score_and_mask(p, w, mask, sk, n0, st, acc_s);
@@ -287,15 +302,19 @@ struct AttentionSm80 {
                                         const State& st, float (&acc_s)[BN / 8][4]) {
     ScoreTransform<T::kSoftcap> score(p);
     if constexpr (FP8) score.mul *= st.dequant.k;  // (q . k_stored) * k factor: the true q . k
-    const bool need_mask = mask.tile_needs_mask(w.t0, w.t1, n0, n0 + BN, sk);
-    const int shift = sk - w.sq;
+    const int shift = sk - w.sq, h0 = w.rows.head_base;
+    const bool need_mask = mask.tile_needs_mask(w.t0, w.t1, n0, n0 + BN, sk) ||
+                           !Sparse::tile_full(w.t0 + shift, w.t1 - 1 + shift, n0, n0 + BN, h0,
+                                              T::kPackGqa ? h0 + G - 1 : h0);
+    const typename Sparse::Row rows[2] = {typename Sparse::Row(w.rows.head(st.row0)),
+                                          typename Sparse::Row(w.rows.head(st.row0 + 8))};
 #pragma unroll
     for (int nt = 0; nt < BN / 8; ++nt)
 #pragma unroll
       for (int c = 0; c < 4; ++c) {
         const int i = st.tok[c / 2], j = n0 + nt * 8 + st.col0 + (c % 2);
         float x = st.alibi[c / 2](score(acc_s[nt][c]), i + shift - j);
-        if (need_mask && (j >= sk || !mask.allowed(i, j))) x = neg_inf();
+        if (need_mask && (j >= sk || !mask.allowed(i, j) || !rows[c / 2].allowed(i + shift, j))) x = neg_inf();
         acc_s[nt][c] = x;
       }
   }

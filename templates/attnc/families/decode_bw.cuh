@@ -83,7 +83,7 @@ struct DecodeBw {
     mine.tid = w.tid % 32;
 #pragma unroll
     for (int s = 0; s < STAGES - 1; ++s) {
-      if (s < mine.keys.n_tiles) load_kv(mine, kv, s);
+      if (s < mine.keys.n_tiles && visible(mine, kv, s)) load_kv(mine, kv, s);
       cp_async_commit();
     }
     cp_async_wait<STAGES - 1>();  // Q (the oldest group) has landed for this thread
@@ -95,7 +95,7 @@ struct DecodeBw {
     Tile::load_q_frags(st);  // (fp8: Q's fragments stay in registers)
     for (int it = 0; it < mine.keys.n_tiles; ++it) {
       __syncwarp();  // the stage refilled next was read by every lane at it - 1
-      if (it + STAGES - 1 < mine.keys.n_tiles) load_kv(mine, kv, it + STAGES - 1);
+      if (it + STAGES - 1 < mine.keys.n_tiles && visible(mine, kv, it + STAGES - 1)) load_kv(mine, kv, it + STAGES - 1);
       cp_async_commit();
       cp_async_wait<STAGES - 1>();
       __syncwarp();  // every lane's copies of tile it are visible to the warp
@@ -125,6 +125,11 @@ struct DecodeBw {
     Q16::convert(w.sQ, 0, w.tid, NTHREADS, s);
     __syncthreads();
     return Q16::pow2(s);
+  }
+
+  // Block-sparse: a tile no row sees is not loaded (compute_tile skips it too).
+  __device__ static bool visible(const Work& w, const Kv& kv, int tile) {
+    return Tile::tile_visible(w, kv.sk - w.sq, w.keys.n_begin + tile * BN);
   }
 
   // Warp `warp`'s run of the block's tiles: W contiguous runs whose lengths differ by at most one.
