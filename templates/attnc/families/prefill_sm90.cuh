@@ -141,8 +141,7 @@ struct PrefillSm90 {
     Block b;
     if (!setup(p, b)) return;
 
-    const u32 raw = smem_u32(smem_raw);
-    u16* tiles = reinterpret_cast<u16*>(smem_raw + (((raw + 1023) & ~1023u) - raw));
+    u16* tiles = reinterpret_cast<u16*>(tma_aligned_smem(smem_raw));
     Smem sm{tiles, tiles + QTile::kElems, tiles + QTile::kElems + STAGES * KTile::kElems,
             reinterpret_cast<Barriers*>(reinterpret_cast<unsigned char*>(tiles) + kTileBytes)};
     if (threadIdx.x == 0) {
