@@ -21,8 +21,8 @@
 // shared memory, since a cache slot nobody wrote may hold NaN.
 //
 // An fp8 cache (kKvCache, features/mla_fp8.cuh): the ring holds each tile's bytes (36 KiB), and
-// both consumers convert the tile into one fp16 tile before the products (both then run in fp16:
-// bf16 Q becomes fp16 scaled by a power of two per 16-row slab, QToF16). The cache's scale
+// each consumer converts its own 32 keys into one fp16 tile before its S; both products run in
+// fp16 (bf16 Q becomes fp16 scaled by a power of two per 16-row slab, QToF16). The cache's scale
 // (k_scale and / or k_descale: one for K and V, one latent cache) multiplies scores and output. Output: normalised O and LSE, or a
 // split's fp32 partial and base-2 LSE for SplitCombine (combine.cuh).
 //
@@ -79,8 +79,9 @@ struct MlaDecode {
   static constexpr int kTileBytes = QTile::kBytes + kRingBytes + PTile::kBytes;
   static constexpr int kSmemBytes = 1024 + kTileBytes + int(sizeof(Shared));
 
-  // Named barriers (0 is __syncthreads): both consumers, after writing maxima / P.
-  static constexpr int kMaxBarrier = 1, kPBarrier = 2;
+  // Named barriers (0 is __syncthreads): both consumers, after writing maxima / P; fp8: one
+  // consumer's warps after converting its keys (kConvertBarrier + consumer).
+  static constexpr int kMaxBarrier = 1, kPBarrier = 2, kConvertBarrier = 3;
 
   struct Smem {
     u16* q;
@@ -166,12 +167,12 @@ struct MlaDecode {
         mbar_arrive_expect_tx(&sm.sh->full[s][0], Fp8Tile::kBytes);
         tma_load_3d(dst, &maps.k, &sm.sh->full[s][0], 0, slot, page);
         tma_load_3d(dst + BN * Fp8Tile::kHalf, &maps.k, &sm.sh->full[s][0], Fp8Tile::kBoxCols16, slot, page);
-        continue;
-      }
+      } else {
 #pragma unroll
-      for (int c = 0; c < KTile::kBlocks; ++c) {
-        mbar_arrive_expect_tx(&sm.sh->full[s][c], KTile::kBlockBytes);
-        tma_load_3d(sm.stage(s) + c * BN * 64, &maps.k, &sm.sh->full[s][c], c * 64, slot, page);
+        for (int c = 0; c < KTile::kBlocks; ++c) {
+          mbar_arrive_expect_tx(&sm.sh->full[s][c], KTile::kBlockBytes);
+          tma_load_3d(sm.stage(s) + c * BN * 64, &maps.k, &sm.sh->full[s][c], c * 64, slot, page);
+        }
       }
     }
   }
@@ -229,10 +230,14 @@ struct MlaDecode {
     }
     const u32 k_addr = smem_u32(sm.stage(st));
     wgmma_fence();
+    if constexpr (kFp8) {
+      issue_qk_fp8(s, b, sm, t, i, k_addr);
+    } else {
 #pragma unroll
-    for (int kk = 0; kk < KSTEPS; ++kk) {
-      if (!kFp8 && kk % 4 == 0) mbar_wait(&sm.sh->full[st][kk / 4], parity);  // at once where the tail waited
-      wgmma_ss<M, NH, 0>(s, QTile::desc_k_major(t.q_addr, 0, kk), KTile::desc_k_major(k_addr, NH * t.c, kk), kk > 0);
+      for (int kk = 0; kk < KSTEPS; ++kk) {
+        if (kk % 4 == 0) mbar_wait(&sm.sh->full[st][kk / 4], parity);  // at once where the tail waited
+        wgmma_ss<M, NH, 0>(s, QTile::desc_k_major(t.q_addr, 0, kk), KTile::desc_k_major(k_addr, NH * t.c, kk), kk > 0);
+      }
     }
     wgmma_commit();
   }
@@ -306,18 +311,30 @@ struct MlaDecode {
     if (t.lane == 0) mbar_arrive(&sm.sh->empty[i % STAGES]);
   }
 
-  // fp8: tile i's bytes into the fp16 tile, once both consumers are done with tile i - 1's (their
-  // P V waited); the byte stage goes back to the producer at once.
-  __device__ static void convert_tile(const Block& b, const Smem& sm, const Consumer& t, int i) {
-    const int st = i % STAGES, n0 = b.n_begin + i * BN;
-    named_barrier_sync(kMaxBarrier, kConsumers);
+  // fp8: S_c of tile i. Once both consumers are done with tile i - 1 (their P V waited: the fp16
+  // tile is free), consumer c converts its own keys [32c, 32c + 32) (S_c reads no others): nine
+  // independent 16-byte chunks per thread, then one barrier of its warpgroup and the 36 k16 steps.
+  // (Converting a 64-column block at a time with its steps behind it was slower: the conversion is
+  // bound by its own cvt and shared-memory throughput, kernels-mla-decode.md.) The byte stage goes
+  // back to the producer at once; the other consumer's keys (V rows for P V) are converted by the
+  // time both meet at the P barrier.
+  __device__ static void issue_qk_fp8(float (&s)[NH / 8][4], const Block& b, const Smem& sm, const Consumer& t,
+                                      int i, u32 k_addr) {
+    const int st = i % STAGES, n0 = b.n_begin + i * BN, tid = threadIdx.x % kWarpgroupThreads;
+    const int row = NH * t.c + tid / 4, group = tid % 4;  // the thread's key and 16-column group of a block
+    const bool keep = n0 + row < b.sk;
+    const u8* stage = sm.fp8_stage(st);
     mbar_wait(&sm.sh->full[st][0], (i / STAGES) & 1);
-    Fp8Tile::template convert<kConsumers, KTile, T::kKvCache>(sm.fp8_stage(st), sm.k, min(BN, b.sk - n0),
-                                                              threadIdx.x);
+#pragma unroll
+    for (int blk = 0; blk < KTile::kBlocks; ++blk)
+      Fp8Tile::template convert_chunk<KTile, T::kKvCache>(stage, sm.k, row, 4 * blk + group, keep);
+    fence_proxy_async_shared();
+    named_barrier_sync(kConvertBarrier + t.c, kWarpgroupThreads);
+#pragma unroll
+    for (int kk = 0; kk < KSTEPS; ++kk)
+      wgmma_ss<M, NH, 0>(s, QTile::desc_k_major(t.q_addr, 0, kk), KTile::desc_k_major(k_addr, NH * t.c, kk), kk > 0);
     __syncwarp();
     release(sm, t, i);
-    fence_proxy_async_shared();
-    named_barrier_sync(kPBarrier, kConsumers);
   }
 
   // fp8 with bf16 queries: Q to fp16, each 16-row slab scaled by its own 2^-s (warp w of consumer 0
@@ -368,7 +385,7 @@ struct MlaDecode {
     // One product at a time, each waited: a wgmma group in flight across the softmax or the next
     // tile's mbarrier waits makes ptxas serialise every wgmma (C7514 / C7515; kernels-mla-decode.md).
     for (int i = 0; i < b.n_tiles; ++i) {
-      if constexpr (kFp8) convert_tile(b, sm, t, i);
+      if (kFp8 && i > 0) named_barrier_sync(kMaxBarrier, kConsumers);  // fp8: the fp16 tile is free
       issue_qk(s, b, sm, t, i);
       wgmma_wait<0>();
       fence_operand(s);

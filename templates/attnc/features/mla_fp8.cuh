@@ -17,27 +17,21 @@ struct MlaFp8Tile {
   static constexpr int kBoxCols16 = kHalf / 2;     // the box's width in 16-bit pairs (the tensor map's unit)
   static_assert(kHalf % 16 == 0, "half rows of whole 16-byte chunks");
 
-  // Rows [0, valid) of `stage` into Tile (a swizzled fp16 SmemTile), rows past `valid` zero, by
-  // threads `tid` of NTHREADS. A chunk of 16 bytes becomes the tile's 8-column chunks 2g and
-  // 2g + 1; lanes with g % 8 >= 4 store the odd one first, so a store phase spreads over the banks.
-  template <int NTHREADS, class Tile, int CACHE>
-  __device__ static void convert(const u8* stage, u16* tile, int valid, int tid) {
-#pragma unroll 3
-    for (int i = tid; i < 2 * ROWS * kChunks; i += NTHREADS) {
-      const int half = i / (ROWS * kChunks), row = (i / kChunks) % ROWS, c = i % kChunks;
-      const int g = (half * kHalf) / 16 + c;  // 16-column group of the row
-      uint4 a = make_uint4(0, 0, 0, 0), b = a;
-      const int odd_first = (g >> 2) & 1;
-      if (row < valid) {
-        const uint4 w = *reinterpret_cast<const uint4*>(stage + 16 * i);
-        fp8x4_to_f16<CACHE>(odd_first ? w.z : w.x, a.x, a.y);
-        fp8x4_to_f16<CACHE>(odd_first ? w.w : w.y, a.z, a.w);
-        fp8x4_to_f16<CACHE>(odd_first ? w.x : w.z, b.x, b.y);
-        fp8x4_to_f16<CACHE>(odd_first ? w.y : w.w, b.z, b.w);
-      }
-      *reinterpret_cast<uint4*>(tile + Tile::offset(row, 16 * g + 8 * odd_first)) = a;
-      *reinterpret_cast<uint4*>(tile + Tile::offset(row, 16 * g + 8 * (1 - odd_first))) = b;
+  // Columns [16 g, 16 g + 16) of `row` into Tile (a swizzled fp16 SmemTile): two 16-byte stores,
+  // zeros where `keep` is false. (A 16-column group never straddles the two boxes.)
+  template <class Tile, int CACHE>
+  __device__ static void convert_chunk(const u8* stage, u16* tile, int row, int g, bool keep) {
+    uint4 a = make_uint4(0, 0, 0, 0), b = a;
+    if (keep) {
+      const int half = g / kChunks, c = g % kChunks;
+      const uint4 w = *reinterpret_cast<const uint4*>(stage + half * ROWS * kHalf + row * kHalf + 16 * c);
+      fp8x4_to_f16<CACHE>(w.x, a.x, a.y);
+      fp8x4_to_f16<CACHE>(w.y, a.z, a.w);
+      fp8x4_to_f16<CACHE>(w.z, b.x, b.y);
+      fp8x4_to_f16<CACHE>(w.w, b.z, b.w);
     }
+    *reinterpret_cast<uint4*>(tile + Tile::offset(row, 16 * g)) = a;
+    *reinterpret_cast<uint4*>(tile + Tile::offset(row, 16 * g + 8)) = b;
   }
 };
 
