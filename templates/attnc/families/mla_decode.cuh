@@ -18,13 +18,13 @@
 //                               split between the two.
 //
 // Keys past a request's end (the tail of its last page) are masked, and their V rows zeroed in
-// shared memory, since a cache slot nobody wrote may hold NaN.
+// shared memory, since a cache slot nobody wrote may hold NaN. Output: normalised O and LSE, or a
+// split's fp32 partial and base-2 LSE for SplitCombine (combine.cuh).
 //
 // An fp8 cache (kKvCache, features/mla_fp8.cuh): the ring holds each tile's bytes (36 KiB), and
 // each consumer converts its own 32 keys into one fp16 tile before its S; both products run in
 // fp16 (bf16 Q becomes fp16 scaled by a power of two per 16-row slab, QToF16). The cache's scale
-// (k_scale and / or k_descale: one for K and V, one latent cache) multiplies scores and output. Output: normalised O and LSE, or a
-// split's fp32 partial and base-2 LSE for SplitCombine (combine.cuh).
+// (k_scale and / or k_descale: one for K and V, one latent cache) multiplies scores and output.
 //
 // Traits: Element, kHeadDim (576), kHeadDimV (512), kGroup (H, the q heads sharing the latent
 // head), kMask, kLse, kSinks (false), kStages, kKvCache.
