@@ -31,6 +31,7 @@ DECODE_D = 128
 # (shared/reference/anchors.md §4.1: 660 TFLOP/s compute-bound, 3000 GB/s memory-bound).
 MLA = [(128, 4096, 128, "TFLOP/s"), (64, 8192, 16, "TB/s")]
 FLASHMLA_H800 = {"TFLOP/s": 660.0, "TB/s": 3.0}
+MLA_CACHES = ["same", "fp8_e4m3"]  # the latent cache: bf16, and fp8 with a per-tensor scale
 MLA_SCALE = 0.1352  # DeepSeek-V3's layer scale ((128 + 64) ** -0.5 with its YaRN mscale), not 1/sqrt(576)
 DECODE_FP8 = [(64, 8192)]  # an fp8 e4m3 cache: TB/s of fp8 bytes, and the time against bf16's row
 
@@ -58,10 +59,10 @@ def spec_yaml(name, head_dim, causal, kernel, page_size, tuning=None, hq=HQ, hkv
     ])
 
 
-def mla_spec_yaml(name, heads):
+def mla_spec_yaml(name, heads, cache="same"):
     return "\n".join([
         "version: 1", f"name: {name}", f"num_q_heads: {heads}", "dtype: bf16",
-        "kv_cache: {dtype: same, layout: NHD, page_size: 64}", "mask: causal",
+        f"kv_cache: {{dtype: {cache}, layout: NHD, page_size: 64}}", "mask: causal",
         "lse: {layout: head_major, base: e}",
         "mla: {kv_lora_rank: 512, qk_rope_head_dim: 64, qk_nope_head_dim: 128, v_head_dim: 128}",
         "kernels: [decode]", ""])
@@ -84,12 +85,13 @@ def write_specs(workdir, page_size, only=None, decode_tuning=None):
     os.makedirs(workdir, exist_ok=True)
     if only == "mla":
         specs = []
-        for b, l, h, unit in MLA:
-            name = f"bench-mla-h{h}"
-            s = dict(name=name, kind="mla", B=b, L=l, H=h, unit=unit, path=os.path.join(workdir, name + ".yaml"),
+        for (b, l, h, unit), cache in [(m, c) for c in MLA_CACHES for m in MLA]:
+            name = f"bench-mla-h{h}" + ("" if cache == "same" else "-" + cache.replace("_", ""))
+            s = dict(name=name, kind="mla", B=b, L=l, H=h, unit=unit, cache=cache,
+                     path=os.path.join(workdir, name + ".yaml"),
                      shapes=[dict(kind="decode", batch=b, seqlen_q=1, seqlen_k=l)])
             with open(s["path"], "w") as f:
-                f.write(mla_spec_yaml(name, h))
+                f.write(mla_spec_yaml(name, h, cache))
             s["shapes_path"] = os.path.join(workdir, name + ".shapes.json")
             with open(s["shapes_path"], "w") as f:
                 json.dump(s["shapes"], f)
@@ -463,28 +465,37 @@ def fmt(v, d=2):
 
 def mla_rows(spec, db):
     """attnc's mla_decode on one MLA bench shape (dispatcher heuristic) beside FlashMLA's published
-    H800 figure; max_diff against an fp32 torch reference of the same call."""
-    B, L, H, unit = spec["B"], spec["L"], spec["H"], spec["unit"]
+    H800 figure; max_diff against an fp32 torch reference of the same call. An fp8 cache holds
+    fp8(x / scale), read with that per-tensor scale (k_scale); its TB/s counts fp8 bytes and the
+    reference reads the dequantised cache."""
+    B, L, H, unit, fp8 = spec["B"], spec["L"], spec["H"], spec["unit"], spec.get("cache", "same") != "same"
     torch.manual_seed(0)
     q = torch.randn(B, H, 576, dtype=torch.bfloat16, device="cuda")
     kv = torch.randn(B, L, 1, 576, dtype=torch.bfloat16, device="cuda")
     cache, bt = paged_cache(kv, 64)
     cache = cache.reshape(cache.shape[0], 64, 576)
+    scales = {}
+    if fp8:
+        k_scale = (kv.abs().amax().float() / 448.0).reshape(1)
+        cache = (cache.float() / k_scale).to(torch.float8_e4m3fn)
+        kv = (kv.float() / k_scale).to(torch.float8_e4m3fn).float() * k_scale  # what the kernel reads
+        scales = dict(k_scale=k_scale)
     used = torch.full((B,), L, dtype=torch.int32, device="cuda")
     a = attnc.Attention(spec["path"], db=db or "none", use_tuning=False)
     a.reserve(B, L)
     o = torch.empty(B, H, 512, dtype=torch.bfloat16, device="cuda")
     lse = torch.empty(H, B, dtype=torch.float32, device="cuda")
-    fn = lambda: a.mla_decode(q, cache, bt, used, L, MLA_SCALE, out=o, lse=lse, stream=stream())
+    fn = lambda: a.mla_decode(q, cache, bt, used, L, MLA_SCALE, out=o, lse=lse, stream=stream(), **scales)
     ms = bench_ms(fn)
     flops = 2.0 * B * H * L * (576 + 512)
-    value = flops / ms / 1e9 if unit == "TFLOP/s" else B * L * 576 * 2 / ms / 1e9
+    value = flops / ms / 1e9 if unit == "TFLOP/s" else B * L * 576 * (1 if fp8 else 2) / ms / 1e9
     diff = 0.0
     for b in range(0, B, max(1, B // 8)):  # a reference of every eighth request keeps memory small
         s = torch.einsum("hd,ld->hl", q[b].float(), kv[b, :, 0].float()) * MLA_SCALE
         ref = torch.softmax(s, -1) @ kv[b, :, 0, :512].float()
         diff = max(diff, (o[b].float() - ref).abs().max().item())
-    row = dict(shape=f"mla_decode bf16 B{B} L{L} H{H} page64", unit=unit, attnc_heuristic=value, time_ms=ms,
+    label = "fp8e4m3 cache " if fp8 else ""
+    row = dict(shape=f"mla_decode bf16 {label}B{B} L{L} H{H} page64", unit=unit, attnc_heuristic=value, time_ms=ms,
                attnc_heuristic_config=a.select("decode", B, 1, L), attnc_heuristic_max_diff=diff,
                flashmla_h800_published=FLASHMLA_H800[unit])
     print(json.dumps(row), flush=True)

@@ -112,6 +112,7 @@ std::string emit_mla_decode(const KernelPlan& p, const std::string& entry) {
     << "struct Traits {\n"
     << feature_traits(p)
     << "  static constexpr int kStages = " << c.stages << ";\n"
+    << "  static constexpr int kKvCache = attnc::" << kv_cache_constant(p.kv_cache) << ";\n"
     << "};\n\n"
     << "static_assert(attnc::MlaDecode<Traits>::kSmemBytes == " << p.smem_bytes
     << ", \"host and template disagree on shared memory\");\n\n"

@@ -43,7 +43,11 @@ void set_fp8_scales(AttentionParams& p, const KernelPlan& plan, const AttentionA
   }
   for (const float* f : {a.k_scale, a.v_scale, a.k_descale, a.v_descale})
     require(reinterpret_cast<std::uintptr_t>(f) % 4 == 0, "fp8 scales and descales must be 4-byte aligned fp32");
-  const long long hkv = plan.spec.num_kv_heads;
+  const long long hkv = plan.kv_heads();  // MLA: the one latent head
+  if (is_mla_decode(plan))
+    require(!a.v_scale && !a.v_descale,
+            "v_scale/v_descale given but mla_decode reads K and V from one latent cache with one scale: give k_scale "
+            "and/or k_descale [batch, 1]");
   auto stride = [](long long s, long long dflt) { return s == -1 ? dflt : s; };
   p.k_scale = a.k_scale;
   p.v_scale = a.v_scale;
@@ -178,14 +182,19 @@ void set_tensor_maps(AttentionLaunch& l, const KernelPlan& plan, const Attention
 }
 
 // mla_decode's map over the latent cache: (576 columns, page_size slots, pages), boxes of 64
-// columns by 64 slots of one page, 128-byte swizzle.
+// columns by 64 slots of one page, 128-byte swizzle. An fp8 cache is mapped as 16-bit pairs of
+// bytes (288 per row; strides are even: whole 16-byte chunks), unswizzled boxes of half a row
+// (144 pairs) by 64 slots: two boxes land a tile's bytes as rows of 288 (features/mla_fp8.cuh).
 void set_latent_cache_map(AttentionLaunch& l, const KernelPlan& plan, const AttentionArgs& a) {
+  const bool fp8 = plan.kv_cache != KvDType::same;
+  const int pair = fp8 ? 2 : 1;  // cache elements per 16-bit element of the map
   TensorMapView v;
   v.base = a.k;
   v.rank = 3;
-  v.dims[0] = plan.head_dim, v.dims[1] = a.page_size, v.dims[2] = a.num_blocks;
-  v.strides[1] = a.k_row_stride, v.strides[2] = a.k_block_stride;
-  v.box[0] = 64, v.box[1] = 64, v.box[2] = 1;
+  v.dims[0] = plan.head_dim / pair, v.dims[1] = a.page_size, v.dims[2] = a.num_blocks;
+  v.strides[1] = a.k_row_stride / pair, v.strides[2] = a.k_block_stride / pair;
+  v.box[0] = fp8 ? plan.head_dim / 4 : 64, v.box[1] = 64, v.box[2] = 1;
+  if (fp8) v.swizzle = CU_TENSOR_MAP_SWIZZLE_NONE;
   const std::string problem = tensor_map_problem(v);
   require(problem.empty(), "mla_decode reads the latent cache through TMA, which cannot take this view: ", problem);
   const CUtensorMap map = encode_tensor_map(v, "k");
