@@ -47,7 +47,8 @@ Config default_prefill_sm90_config(const Spec& s) {
   c.stages = 2;
   c.pingpong = true;
   // Narrower key tiles until two stages fit (d192: 112, d256: 80), for the paged kernel too.
-  while (c.block_n > 16 && prefill_sm90_smem_bytes(s, c, KernelKind::prefill_paged) > arch_info("sm_90a").max_smem_per_block) c.block_n -= 16;
+  const int limit = arch_info("sm_90a").max_smem_per_block;
+  while (c.block_n > 16 && prefill_sm90_smem_bytes(s, c, KernelKind::prefill_paged) > limit) c.block_n -= 16;
   return c;
 }
 

@@ -188,21 +188,19 @@ void set_tensor_maps(AttentionLaunch& l, const KernelPlan& plan, const Attention
   const AttentionParams& p = l.params;
   const Spec& s = plan.spec;
   const int bm = plan.config.block_m, bn = plan.config.block_n;
+  const int total_k = plan.paged ? 0 : known_total_k(a);
+  require(total_k >= 0, "prefill_sm90 reads K and V through TMA and needs total_k (the rows of k and v)");
+  l.tensor_maps = true;
+  l.maps.q = tensor_map("q", p.q, plan.head_dim, s.num_q_heads, a.total_q, p.q_head_stride, p.q_row_stride, bm);
   if (plan.paged) {
     // Boxes of gcd(page_size, block_n) rows never cross a page (PagedKvBoxes, prefill_sm90_paged.cuh).
     const int box = std::gcd(a.page_size, bn);
-    l.tensor_maps = true;
-    l.maps.q = tensor_map("q", p.q, plan.head_dim, s.num_q_heads, a.total_q, p.q_head_stride, p.q_row_stride, bm);
     l.maps.k = paged_tensor_map("k", p.k, plan.head_dim, s.num_kv_heads, a, p.k_head_stride, p.k_row_stride,
                                 p.k_block_stride, box);
     l.maps.v = paged_tensor_map("v", p.v, plan.head_dim_v, s.num_kv_heads, a, p.v_head_stride, p.v_row_stride,
                                 p.v_block_stride, box);
     return;
   }
-  const int total_k = known_total_k(a);
-  require(total_k >= 0, "prefill_sm90 reads K and V through TMA and needs total_k (the rows of k and v)");
-  l.tensor_maps = true;
-  l.maps.q = tensor_map("q", p.q, plan.head_dim, s.num_q_heads, a.total_q, p.q_head_stride, p.q_row_stride, bm);
   l.maps.k = tensor_map("k", p.k, plan.head_dim, s.num_kv_heads, total_k, p.k_head_stride, p.k_row_stride, bn);
   l.maps.v = tensor_map("v", p.v, plan.head_dim_v, s.num_kv_heads, total_k, p.v_head_stride, p.v_row_stride, bn);
 }
