@@ -5,7 +5,9 @@
 # triton's do_bench (the anchors' method); ratios are to cuDNN measured in this same run. Also the
 # JIT figures: cold compile per variant, first call of a new spec, warm load from SQLite. And the
 # block-sparse row: Phi-3-small's pattern beside attnc dense causal and FlexAttention with the same
-# block mask (docs/kernels-block-sparse.md).
+# block mask (docs/kernels-block-sparse.md). And the paged row: the serving varlen batch read
+# through a block_table over a page-16 cache (vLLM's prefill is paged), beside the same call on
+# contiguous K/V.
 # Run through tools/bench (which tunes first); writes bench.json and bench.md to --out.
 """attnc side by side with cuDNN, FlashAttention-2 and FlexAttention on the anchor shapes."""
 import argparse
@@ -80,6 +82,13 @@ def serving_specs():
     ]
 
 
+def paged_specs():
+    """The varlen serving batch again, K/V in a page-16 cache read through a block_table (vLLM's
+    flash_attn_varlen_func with block_table)."""
+    varlen = serving_specs()[0]
+    return [dict(varlen, name="bench-paged-varlen-d128", kind="paged", page_size=16)]
+
+
 def write_specs(workdir, page_size, only=None, decode_tuning=None):
     """The bench's specs and the one shape each is tuned and measured on."""
     os.makedirs(workdir, exist_ok=True)
@@ -105,8 +114,9 @@ def write_specs(workdir, page_size, only=None, decode_tuning=None):
     for name, kv, shapes in (("bench-decode-d128", "same", DECODE), ("bench-decode-d128-fp8e4m3", "fp8_e4m3", DECODE_FP8)):
         specs.append(dict(name=name, kind="decode", D=DECODE_D, causal=False, kv_dtype=kv,
                           shapes=[dict(kind="decode", batch=b, seqlen_q=1, seqlen_k=l) for b, l in shapes]))
-    for s in serving_specs():
-        s["shapes"] = [dict(kind="prefill", batch=len(s["lens"]), seqlen_q=max(s["lens"]), seqlen_k=max(s["lens"]))]
+    for s in serving_specs() + paged_specs():
+        kind = "prefill_paged" if s["kind"] == "paged" else "prefill"
+        s["shapes"] = [dict(kind=kind, batch=len(s["lens"]), seqlen_q=max(s["lens"]), seqlen_k=max(s["lens"]))]
         specs.append(s)
     specs.append(dict(name="bench-sparse-phi3-d128", kind="sparse", D=128, causal=True, B=SPARSE_B, S=SPARSE_S,
                       shapes=[dict(kind="prefill", batch=SPARSE_B, seqlen_q=SPARSE_S, seqlen_k=SPARSE_S)]))
@@ -125,7 +135,7 @@ def write_specs(workdir, page_size, only=None, decode_tuning=None):
             s["dense_path"] = os.path.join(workdir, s["name"] + "-dense.yaml")
             with open(s["dense_path"], "w") as f:
                 f.write(spec_yaml(s["name"] + "-dense", s["D"], True, "prefill", page_size))
-        if s["kind"] in ("prefill", "serving"):  # the same layer held to prefill_sm80 (its heuristic): one column per family
+        if s["kind"] in ("prefill", "serving", "paged"):  # the same layer held to prefill_sm80 (its heuristic): one column per family
             s["sm80_path"] = os.path.join(workdir, s["name"] + "-sm80.yaml")
             with open(s["sm80_path"], "w") as f:
                 f.write(spec_yaml(s["name"] + "-sm80", s["D"], s["causal"], kernel, page_size,
@@ -236,6 +246,7 @@ def serving_rows(spec, db, flex, block_mask_fn):
     and FA2 through SDPA one request at a time (SDPA has no varlen), FlexAttention with a document
     mask over the packed batch; for window + sinks only FlexAttention (sinks applied from its LSE)."""
     lens, D, hq, hkv = spec["lens"], spec["D"], spec["hq"], spec["hkv"]
+    page = spec.get("page_size")
     window, sinks = spec.get("window"), spec.get("sinks", False)
     total = sum(lens)
     g = torch.Generator(device="cuda").manual_seed(0)
@@ -246,8 +257,8 @@ def serving_rows(spec, db, flex, block_mask_fn):
     cu = torch.tensor([0] + lens, dtype=torch.int32, device="cuda").cumsum(0, dtype=torch.int32)
     flops = 4 * hq * D * visited_keys(lens, spec["causal"], window)
     tf = lambda ms: flops / ms / 1e9 if ms else None
-    name = spec["name"].replace("bench-serving-", "")
-    row = dict(shape=f"serving {name} d{D} Hq{hq} Hkv{hkv} " +
+    name = spec["name"].replace("bench-serving-", "").replace("bench-", "")
+    row = dict(shape=f"serving {name} d{D} Hq{hq} Hkv{hkv} " + (f"page{page} " if page else "") +
                (f"B{len(lens)} lens {min(lens)}..{max(lens)}" if len(lens) > 1 else f"B1 S{lens[0]}"),
                unit="TFLOP/s")
     # [1, H, total, D] views for SDPA / Flex; per request: slices along the sequence axis.
@@ -286,10 +297,44 @@ def serving_rows(spec, db, flex, block_mask_fn):
         if ref is None:
             ref = o[0].transpose(0, 1).contiguous()
     extra = dict(sinks=sink) if sinks else {}
-    run_attnc(row, spec, db, lambda a, o: a.prefill(qa, ka, va, cu, cu, max(lens), max(lens), out=o,
-                                                       stream=stream(), **extra),
-              qa, ref, tf, ("prefill", len(lens), max(lens), max(lens)))
+    contiguous = lambda a, o: a.prefill(qa, ka, va, cu, cu, max(lens), max(lens), out=o, stream=stream(), **extra)
+    if not page:
+        run_attnc(row, spec, db, contiguous, qa, ref, tf, ("prefill", len(lens), max(lens), max(lens)))
+        return row
+    # Paged: each request's pages scattered over the cache; attnc's columns read it through the
+    # block_table, and attnc_contiguous is the heuristic's kernel on the contiguous tensors.
+    kc, vc, bt = paged_varlen_cache(ka, va, lens, page)
+    used = torch.tensor(lens, dtype=torch.int32, device="cuda")
+    run_attnc(row, spec, db, lambda a, o: a.prefill_paged(qa, kc, vc, cu, bt, used, max(lens), max(lens), out=o,
+                                                             stream=stream()),
+              qa, ref, tf, ("prefill_paged", len(lens), max(lens), max(lens)))
+    a = attnc.Attention(spec["path"], db="none", use_tuning=False)
+    o = torch.empty_like(qa)
+    row["attnc_contiguous"] = tf(bench_ms(lambda: contiguous(a, o)))
+    row["attnc_contiguous_config"] = a.select("prefill", len(lens), max(lens), max(lens))
     return row
+
+
+def paged_varlen_cache(ka, va, lens, page_size, extra_pages=64):
+    """Varlen K/V [total, Hkv, D] -> vLLM-layout caches [num_blocks, page, Hkv, D] and block_table
+    [B, max pages], every request's pages scattered at random over the cache."""
+    pages = [(n + page_size - 1) // page_size for n in lens]
+    n = sum(pages) + extra_pages
+    perm = torch.randperm(n, device="cuda", dtype=torch.int64)
+    H, D = ka.shape[1], ka.shape[2]
+    kc = torch.zeros(n, page_size, H, D, dtype=ka.dtype, device="cuda")
+    vc = torch.zeros_like(kc)
+    bt = torch.zeros(len(lens), max(pages), dtype=torch.int32, device="cuda")
+    start, first = 0, 0
+    for i, (m, p) in enumerate(zip(lens, pages)):
+        ids = perm[first:first + p]
+        bt[i, :p] = ids.to(torch.int32)
+        for kv, c in ((ka, kc), (va, vc)):
+            padded = torch.zeros(p * page_size, H, D, dtype=ka.dtype, device="cuda")
+            padded[:m] = kv[start:start + m]
+            c[ids] = padded.view(p, page_size, H, D)
+        start, first = start + m, first + p
+    return kc, vc, bt
 
 
 def sparse_mask_mod(b, h, q_idx, kv_idx):
@@ -531,7 +576,12 @@ def markdown(rows, jit, env):
     if any(r["shape"].startswith("serving") for r in rows):
         lines += ["", "Serving rows: cuDNN and FA2 run one SDPA call per request (SDPA has no varlen form); "
                   "FlexAttention takes the packed batch with a document mask; the window + sinks row has only "
-                  "FlexAttention (sinks applied from its LSE): its anchor is the last column."]
+                  "FlexAttention (sinks applied from its LSE): its anchor is the last column. The paged row's "
+                  "anchors read contiguous K/V (theirs have no block_table form here)."]
+    for r in (r for r in rows if r.get("attnc_contiguous")):
+        lines.append(f"- {r['shape']}: attnc paged {fmt(r.get('attnc_heuristic'))} TFLOP/s against contiguous "
+                     f"{fmt(r['attnc_contiguous'])} ({ratio(r.get('attnc_heuristic'), r['attnc_contiguous'])}x; "
+                     f"{r.get('attnc_heuristic_config')} / {r.get('attnc_contiguous_config')})")
     sparse = [r for r in rows if r["shape"].startswith("block-sparse")]
     if sparse:
         lines += ["", "| block-sparse shape | attnc sparse tuned (ms) | attnc sparse heuristic (ms) | attnc dense causal "
@@ -556,8 +606,9 @@ def main():
     ap.add_argument("--out", default=os.environ.get("OUT", "."), help="bench.json and bench.md go here")
     ap.add_argument("--page-size", type=int, default=16)
     ap.add_argument("--write-specs", action="store_true", help="only write the specs and shapes, print their paths")
-    ap.add_argument("--only", choices=["prefill", "decode", "serving", "mla", "sparse"],
-                    help="one kind of rows, without the JIT figures (mla: MLA absorbed decode)")
+    ap.add_argument("--only", choices=["prefill", "decode", "serving", "paged", "mla", "sparse"],
+                    help="one kind of rows, without the JIT figures (mla: MLA absorbed decode; paged: the "
+                         "serving varlen batch over a page-16 cache)")
     ap.add_argument("--no-flex", action="store_true", help="leave FlexAttention out (its compiles take minutes)")
     ap.add_argument("--decode-tuning", help="the decode spec's `tuning:` map, e.g. '{warps: [4, 8]}'")
     args = ap.parse_args()
@@ -576,7 +627,7 @@ def main():
     flex, block_mask_fn = (None, None) if args.no_flex or args.only == "mla" else flex_fn()
     rows = []
     for s in specs:
-        if s["kind"] in ("prefill", "serving"):
+        if s["kind"] in ("prefill", "serving", "paged"):
             rows.append((prefill_rows if s["kind"] == "prefill" else serving_rows)(s, args.db, flex, block_mask_fn))
             print(json.dumps(rows[-1]), flush=True)
         elif s["kind"] == "mla":

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <numeric>
 #include <string>
 
 #include "attnc/params/split_combine_shape.h"
@@ -169,14 +170,41 @@ TmaDescriptor tensor_map(const char* name, const void* base, int cols, int heads
   return d;
 }
 
+// A paged cache plane as (cols, page_size slots, heads, pages), boxes of 64 columns by `box_rows`
+// slots of one head and one page, 128-byte swizzle.
+TmaDescriptor paged_tensor_map(const char* name, const void* base, int cols, int heads, const AttentionArgs& a,
+                               long long head_stride, long long row_stride, long long block_stride, int box_rows) {
+  TensorMapView v;
+  v.base = base;
+  v.rank = 4;
+  v.dims[0] = cols, v.dims[1] = a.page_size, v.dims[2] = heads, v.dims[3] = a.num_blocks;
+  v.strides[1] = row_stride, v.strides[2] = head_stride, v.strides[3] = block_stride;
+  v.box[0] = 64, v.box[1] = box_rows, v.box[2] = 1, v.box[3] = 1;
+  const std::string problem = tensor_map_problem(v);
+  require(problem.empty(), "prefill_sm90 reads the paged ", name, " through TMA, which cannot take this view: ", problem);
+  const CUtensorMap map = encode_tensor_map(v, name);
+  TmaDescriptor d;
+  std::memcpy(&d, &map, sizeof d);
+  return d;
+}
+
 void set_tensor_maps(AttentionLaunch& l, const KernelPlan& plan, const AttentionArgs& a) {
   const AttentionParams& p = l.params;
   const Spec& s = plan.spec;
-  const int total_k = known_total_k(a);
-  require(total_k >= 0, "prefill_sm90 reads K and V through TMA and needs total_k (the rows of k and v)");
   const int bm = plan.config.block_m, bn = plan.config.block_n;
+  const int total_k = plan.paged ? 0 : known_total_k(a);
+  require(total_k >= 0, "prefill_sm90 reads K and V through TMA and needs total_k (the rows of k and v)");
   l.tensor_maps = true;
   l.maps.q = tensor_map("q", p.q, plan.head_dim, s.num_q_heads, a.total_q, p.q_head_stride, p.q_row_stride, bm);
+  if (plan.paged) {
+    // Boxes of gcd(page_size, block_n) rows never cross a page (PagedKvBoxes, prefill_sm90_paged.cuh).
+    const int box = std::gcd(a.page_size, bn);
+    l.maps.k = paged_tensor_map("k", p.k, plan.head_dim, s.num_kv_heads, a, p.k_head_stride, p.k_row_stride,
+                                p.k_block_stride, box);
+    l.maps.v = paged_tensor_map("v", p.v, plan.head_dim_v, s.num_kv_heads, a, p.v_head_stride, p.v_row_stride,
+                                p.v_block_stride, box);
+    return;
+  }
   l.maps.k = tensor_map("k", p.k, plan.head_dim, s.num_kv_heads, total_k, p.k_head_stride, p.k_row_stride, bn);
   l.maps.v = tensor_map("v", p.v, plan.head_dim_v, s.num_kv_heads, total_k, p.v_head_stride, p.v_row_stride, bn);
 }
@@ -355,7 +383,7 @@ AttentionLaunch prepare_attention(const KernelPlan& plan, const AttentionArgs& a
   l.grid.z = unsigned(blocks_z);
   l.block.x = unsigned(plan.threads);
   l.smem_bytes = plan.smem_bytes;
-  if (needs_total_k(plan)) set_tensor_maps(l, plan, a);
+  if (is_prefill_sm90(plan)) set_tensor_maps(l, plan, a);
   if (mla) set_latent_cache_map(l, plan, a);
   if (splits > 1) {
     l.combine = true;  // total_q >= 1 here, so the combine grid is not empty
