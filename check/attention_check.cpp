@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <random>
 
 #include "runtime/launch/attention_args.h"
@@ -13,6 +14,7 @@
 #include "runtime/driver/device.h"
 #include "runtime/driver/event_wait.h"
 #include "check/half.h"
+#include "check/int8_inputs.h"
 #include "check/kv_cache_fill.h"
 #include "runtime/driver/module.h"
 #include "check/reference.h"
@@ -89,9 +91,9 @@ DeviceBuffer upload(const std::vector<T>& host) {
 }
 
 // [rows, row_stride] image of a dense [rows, width] tensor; the padding keeps the poison.
-std::vector<std::uint16_t> padded_rows(const std::vector<std::uint16_t>& dense, int rows, long long width,
-                                       long long row_stride) {
-  std::vector<std::uint16_t> img(size_t(rows) * row_stride, kHalfPoison);
+template <class T>
+std::vector<T> padded_rows(const std::vector<T>& dense, int rows, long long width, long long row_stride, T poison) {
+  std::vector<T> img(size_t(rows) * row_stride, poison);
   for (int r = 0; r < rows; ++r)
     std::copy_n(dense.begin() + r * width, width, img.begin() + r * row_stride);
   return img;
@@ -101,6 +103,7 @@ std::vector<std::uint16_t> padded_rows(const std::vector<std::uint16_t>& dense, 
 struct DeviceCall {
   DeviceBuffer q, k, v, o, lse, workspace, cache;
   DeviceBuffer cu_q, cu_k, seqused, table, indptr, indices, last_len, slopes, sinks;
+  DeviceBuffer q_scale, k_scale, v_scale, cache_v;  // int8 specs
   HostPageTable pages;  // host mirror of the page table (paged calls)
   AttentionHostMetadata host;
   AttentionArgs args;
@@ -117,8 +120,9 @@ void fill_paged_cache(DeviceCall& call, const KvCacheStrides& s, const Batch& b,
                       });
 }
 
+// The page table, then fill(strides) writes the cache and binds it to the call.
 void setup_paged(DeviceCall& call, const KernelPlan& plan, const AttentionCase& c, const Batch& b,
-                 const HalfTensor& k, const HalfTensor& v, std::mt19937_64& rng) {
+                 const std::function<void(const KvCacheStrides&)>& fill, std::mt19937_64& rng) {
   const Spec& s = plan.spec;
   PageTableOptions opt;
   opt.form = c.page_table;
@@ -137,8 +141,7 @@ void setup_paged(DeviceCall& call, const KernelPlan& plan, const AttentionCase& 
   } catch (const std::invalid_argument& e) {
     throw BadCall(std::string("check: ") + e.what());
   }
-  fill_paged_cache(call, strides, b, k, v, plan.head_dim, plan.head_dim_v);
-  bind_kv_cache(call.args, strides, call.cache.as());
+  fill(strides);
 
   const HostPageTable& t = call.pages;
   AttentionArgs& a = call.args;
@@ -170,6 +173,51 @@ void setup_paged(DeviceCall& call, const KernelPlan& plan, const AttentionCase& 
     a.cu_seqlens_k = call.cu_k.as<int>();
     h.cu_seqlens_k = t.cu_seqlens_k.data();
   }
+}
+
+// The int8 inputs on the device: q scales in the case's layout, K (and V) contiguous or in a
+// paged cache with its key-scale cache.
+void setup_int8(DeviceCall& call, const KernelPlan& plan, const AttentionCase& c, const Batch& b,
+                const Int8Inputs& in, std::mt19937_64& rng) {
+  AttentionArgs& a = call.args;
+  const int hq = plan.spec.num_q_heads;
+  std::vector<float> qs = in.q_scale;
+  if (c.q_scale_head_major) {
+    for (int t = 0; t < b.total_q; ++t)
+      for (int h = 0; h < hq; ++h) qs[size_t(h) * b.total_q + t] = in.q_scale[size_t(t) * hq + h];
+    a.q_scale_row_stride = 1;
+    a.q_scale_head_stride = b.total_q;
+  }
+  call.q_scale = upload(qs);
+  a.q_scale = call.q_scale.as<float>();
+  if (plan.int8 == Int8Mode::qkv) {
+    call.v_scale = upload(in.v_scale);
+    a.v_scale = call.v_scale.as<float>();
+  }
+  if (!plan.paged) {
+    call.k = upload(in.k);
+    call.v = plan.int8 == Int8Mode::qkv ? upload(in.v) : upload(in.v16);
+    call.k_scale = upload(in.k_scale);
+    a.k_scale = call.k_scale.as<float>();
+    return;
+  }
+  setup_paged(call, plan, c, b, [&](const KvCacheStrides& s) {
+    const Int8CacheImages img = int8_cache_images(plan.int8, s, call.pages, b.cu_k, in, plan.head_dim,
+                                                  plan.head_dim_v);
+    call.cache = upload(img.kv);
+    call.k_scale = upload(img.k_scale);
+    bind_kv_cache(a, s, call.cache.as());
+    // bind_kv_cache counts 16-bit elements: int8 planes are offset in bytes, int8_qk's V lies in its own buffer.
+    const auto* base = call.cache.as<std::int8_t>();
+    a.k = base + s.k_offset;
+    if (plan.int8 == Int8Mode::qkv) {
+      a.v = base + s.v_offset;
+    } else {
+      call.cache_v = upload(img.v16);
+      a.v = call.cache_v.as<std::uint16_t>() + s.v_offset;
+    }
+    a.k_scale = call.k_scale.as<float>();
+  }, rng);
 }
 
 ReferenceOptions reference_options(const KernelPlan& plan, float scale, const std::vector<double>* slopes,
@@ -241,9 +289,16 @@ AttentionReport check_attention(const KernelPlan& plan, const Kernel& kernel, co
   AttentionReport rep;
   rep.seed = c.seed ? c.seed : std::uint64_t(std::chrono::steady_clock::now().time_since_epoch().count());
   std::mt19937_64 rng(rep.seed);
-  const HalfTensor q = random_half(t, size_t(b.total_q) * hq * d, rng);
-  const HalfTensor k = random_half(t, size_t(b.total_k) * hkv * d, rng);
-  const HalfTensor v = random_half(t, size_t(b.total_k) * hkv * dv, rng);
+  const bool int8 = plan.int8 != Int8Mode::none;
+  HalfTensor q, k, v;
+  Int8Inputs i8;
+  if (int8) {
+    i8 = random_int8_inputs(plan.int8, t, b.total_q, b.total_k, hq, hkv, d, dv, rng);
+  } else {
+    q = random_half(t, size_t(b.total_q) * hq * d, rng);
+    k = random_half(t, size_t(b.total_k) * hkv * d, rng);
+    v = random_half(t, size_t(b.total_k) * hkv * dv, rng);
+  }
   std::vector<double> slopes(hq), sinks(hq);
   std::uniform_real_distribution<double> unit(0.0, 1.0);
   std::normal_distribution<double> normal(0.0, 1.0);
@@ -256,7 +311,8 @@ AttentionReport check_attention(const KernelPlan& plan, const Kernel& kernel, co
   AttentionArgs& a = call.args;
   const long long q_row = (long long)hq * d + c.qo_row_pad, o_row = (long long)hq * dv + c.qo_row_pad;
   require(q_row > 0 && o_row > 0, "qo_row_pad is too negative");
-  call.q = upload(padded_rows(q.bits, b.total_q, (long long)hq * d, q_row));
+  call.q = int8 ? upload(padded_rows<std::int8_t>(i8.q, b.total_q, (long long)hq * d, q_row, 127))
+               : upload(padded_rows(q.bits, b.total_q, (long long)hq * d, q_row, kHalfPoison));
   call.o = DeviceBuffer(size_t(b.total_q + 1) * o_row * 2);  // one guard row
   call.o.memset(0xff);                                        // NaN in bf16 and fp16
   call.lse = DeviceBuffer(size_t(b.total_q + 1) * hq * 4);    // one guard row
@@ -290,11 +346,18 @@ AttentionReport check_attention(const KernelPlan& plan, const Kernel& kernel, co
     sinks[h] = float(sinks[h]);
   }
 
-  if (plan.paged) {
-    setup_paged(call, plan, c, b, k, v, rng);
+  if (int8) {
+    setup_int8(call, plan, c, b, i8, rng);
+  } else if (plan.paged) {
+    setup_paged(call, plan, c, b, [&](const KvCacheStrides& strides) {
+      fill_paged_cache(call, strides, b, k, v, d, dv);
+      bind_kv_cache(call.args, strides, call.cache.as());
+    }, rng);
   } else {
     call.k = upload(k.bits);
     call.v = upload(v.bits);
+  }
+  if (!plan.paged) {
     call.cu_k = upload(b.cu_k);
     a.k = call.k.as();
     a.v = call.v.as();
@@ -333,8 +396,9 @@ AttentionReport check_attention(const KernelPlan& plan, const Kernel& kernel, co
   if (c.check) {
     std::vector<double> ref_o, ref_lse;
     const float scale = c.softmax_scale > 0 ? c.softmax_scale : 1.0f / std::sqrt(float(d));
-    reference_attention_parallel(reference_options(plan, scale, &slopes, &sinks), b.cu_q, b.cu_k, q.exact, k.exact,
-                                 v.exact, ref_o, ref_lse);
+    reference_attention_parallel(reference_options(plan, scale, &slopes, &sinks), b.cu_q, b.cu_k,
+                                 int8 ? i8.q_exact : q.exact, int8 ? i8.k_exact : k.exact,
+                                 int8 ? i8.v_exact : v.exact, ref_o, ref_lse);
     ErrorTally e;
     compare_output(t, call.o.download<std::uint16_t>(), o_row, b.total_q, hq, dv, ref_o, c.atol, c.rtol, e);
     if (plan.lse != LseOut::none) {

@@ -46,6 +46,9 @@ struct AttentionCase {
   int timing_reps = 0;        // > 0: time this many launches after warm-up
   int timeout_ms = 0;         // > 0: give up waiting for the checked launch after this long (GpuTimeout)
   double atol = 1.5e-2, rtol = 1e-2;
+  // int8 specs (check/int8_inputs.h): q scales as the int8 fork's [Hq, total_q] instead of
+  // [total_q, Hq].
+  bool q_scale_head_major = false;
 };
 
 struct AttentionReport {

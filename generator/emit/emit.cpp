@@ -23,6 +23,11 @@ std::string feature_traits(const KernelPlan& p) {
     << "  static constexpr attnc::Alibi kAlibi = attnc::Alibi::" << to_string(p.alibi) << ";\n"
     << "  static constexpr bool kSinks = " << b(p.sinks) << ";\n"
     << "  static constexpr attnc::LseOut kLse = attnc::LseOut::" << lse_name(p.lse) << ";\n";
+  // Only int8 kernels name their mode (features/int8_scales.cuh reads a missing one as none), so
+  // the 16-bit kernels' sources and cache keys stay as they were.
+  if (p.int8 != Int8Mode::none)
+    s << "  static constexpr attnc::Int8Mode kInt8 = attnc::Int8Mode::" << (p.int8 == Int8Mode::qkv ? "qkv" : "qk")
+      << ";\n";
   return s.str();
 }
 

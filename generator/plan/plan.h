@@ -57,6 +57,7 @@ struct KernelPlan {
   bool paged = false;       // K/V from a paged cache
   bool pack_gqa = false;    // rows of a tile are (token, q head of the group) pairs
   bool split_kv = false;    // runtime num_splits > 1 allowed (partials + combine entry)
+  Int8Mode int8 = Int8Mode::none;  // int8 Q/K (and V): the spec's int8 quant mode
 
   // Launch shape.
   int threads = 0;

@@ -31,9 +31,9 @@ void check_supported(const Spec& s, KernelKind kind) {
   if (s.mla.enabled && kind == KernelKind::decode)
     throw NotSupportedYet("MLA absorbed decode (latent K/V aliasing; no mla_decode family yet)");
   if (s.sparse.enabled) throw NotSupportedYet("block-sparse attention (no sparse_prefill family yet)");
-  if (s.quant != QuantMode::none)
+  if (s.quant == QuantMode::fp8)
     throw NotSupportedYet(std::string("quant ") + to_string(s.quant) + " (no quantised family yet)");
-  if (kind != KernelKind::prefill && s.kv_cache.dtype != KvDType::same)
+  if (kind != KernelKind::prefill && s.kv_cache.dtype != KvDType::same && s.kv_cache.dtype != KvDType::int8)
     throw NotSupportedYet(std::string("reading a ") + to_string(s.kv_cache.dtype) +
                           " KV cache (attention reads 16-bit caches; cache_write stores fp8)");
   for (int d : {s.head_dim, s.head_dim_v})
@@ -43,18 +43,26 @@ void check_supported(const Spec& s, KernelKind kind) {
 
 // What decode_bw cannot do yet that decode_split does.
 void check_decode_bw(const Spec& s) {
+  if (int8_mode(s) != Int8Mode::none)
+    throw NotSupportedYet(std::string("decode_bw with quant ") + to_string(s.quant) +
+                          " (it streams 16-bit K/V rows; decode_split serves int8)");
   if (s.head_dim_v > 192)
     throw NotSupportedYet("decode_bw with head_dim_v " + std::to_string(s.head_dim_v) +
                           " (each thread's fp32 O accumulator is Dv / 2 registers and the loop spills past 192; "
                           "decode_split serves it)");
 }
 
-// Shared memory as the templates lay it out: attention_sm80.cuh (Q, then STAGES K and V tiles), or
+// Shared memory as the templates lay it out: attention_sm80.cuh (Q, then STAGES K and V tiles, then
+// int8's raw stages), or
 // decode_bw.cuh (Q, then STAGES K and V tiles per warp, which the warps' merge overlays; then
 // the warps' row maxima and sums).
 int smem_bytes(const Spec& s, const Config& c) {
   const int dq = padded_head_dim(s.head_dim), dv = padded_head_dim(s.head_dim_v);
-  if (c.family != "decode_bw") return 2 * (c.block_m * std::max(dq, dv) + c.stages * c.block_n * (dq + dv));
+  // int8 (int8_scales.cuh): K, and V with int8_qkv, also stage raw, one byte per element.
+  const Int8Mode i8 = int8_mode(s);
+  const int raw = i8 == Int8Mode::none ? 0 : s.head_dim + (i8 == Int8Mode::qkv ? s.head_dim_v : 0);
+  if (c.family != "decode_bw")
+    return 2 * (c.block_m * std::max(dq, dv) + c.stages * c.block_n * (dq + dv)) + c.stages * c.block_n * raw;
   const int pipeline = 2 * (16 * std::max(dq, dv) + c.warps * c.stages * c.block_n * (dq + dv));
   return pipeline + 4 * 2 * c.warps * 16;  // then each warp's row max and sum
 }
@@ -84,6 +92,10 @@ MaskKind compiled_mask(const MaskSpec& m) {
 }
 
 }  // namespace
+
+Int8Mode int8_mode(const Spec& s) {
+  return s.quant == QuantMode::int8_qkv ? Int8Mode::qkv : s.quant == QuantMode::int8_qk ? Int8Mode::qk : Int8Mode::none;
+}
 
 int padded_head_dim(int d) { return (d + 63) / 64 * 64; }
 
@@ -172,6 +184,7 @@ KernelPlan plan_attention_kernel(const Spec& s, KernelKind kind, const Config& c
   p.paged = kind != KernelKind::prefill;
   p.pack_gqa = kind == KernelKind::decode;
   p.split_kv = kind == KernelKind::decode;
+  p.int8 = int8_mode(s);
   if (sm90) {
     plan_prefill_sm90(s, kind, c, info, p);
   } else {
@@ -191,6 +204,7 @@ std::string attention_variant_name(const KernelPlan& p) {
   if (p.sinks) n += "_sinks";
   if (p.lse != LseOut::none) n += p.lse == LseOut::base_e ? "_lse" : "_lse2";
   if (p.paged && p.family == "prefill_sm80") n += "_paged";
+  if (p.int8 != Int8Mode::none) n += p.int8 == Int8Mode::qkv ? "_i8qkv" : "_i8qk";
   return n + "_" + p.config.short_name();
 }
 

@@ -25,6 +25,8 @@ std::string prefill_sm90_refusal(const Spec& s, KernelKind kind, const std::stri
   if (kind == KernelKind::decode) return "prefill_sm90 makes prefill kernels; decode stays on decode_split";
   if (kind != KernelKind::prefill)
     return "prefill_sm90 reads contiguous K/V only (no paged cache yet); prefill_paged stays on prefill_sm80";
+  if (s.quant == QuantMode::int8_qkv || s.quant == QuantMode::int8_qk)
+    return "prefill_sm90 reads 16-bit Q/K/V through TMA (no int8 wgmma path yet); int8 prefill runs on prefill_sm80";
   if (blocks64(s.head_dim_v) > blocks64(s.head_dim))
     return "prefill_sm90 stages the output in the Q tile: head_dim_v " + std::to_string(s.head_dim_v) +
            " needs more 64-column blocks than head_dim " + std::to_string(s.head_dim) + " has";

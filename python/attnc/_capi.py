@@ -49,7 +49,9 @@ class Call(ctypes.Structure):
                 ("softmax_scale", c_float), ("softcap", c_float), ("window_left", c_int), ("window_right", c_int),
                 ("alibi_slopes", c_void_p), ("alibi_batch_stride", c_ll), ("sinks", c_void_p),
                 ("num_splits", c_int), ("workspace", c_void_p), ("workspace_bytes", c_size_t),
-                ("total_k", c_int)]
+                ("total_k", c_int),
+                ("q_scale", c_void_p), ("q_scale_row_stride", c_ll), ("q_scale_head_stride", c_ll),
+                ("k_scale", c_void_p), ("v_scale", c_void_p)]
 
 
 class Selection(ctypes.Structure):
@@ -76,7 +78,7 @@ class CacheWrite(ctypes.Structure):
                 ("value_head_stride", c_ll), ("block_size", c_int), ("num_blocks", c_int)] + [
         (n, c_ll) for n in ("key_cache_block_stride", "key_cache_page_stride", "key_cache_head_stride",
                             "value_cache_block_stride", "value_cache_page_stride", "value_cache_head_stride")] + [
-        ("host_slot_mapping", c_void_p)]
+        ("host_slot_mapping", c_void_p), ("key_scale_cache", c_void_p)]
 
 
 class Cascade(ctypes.Structure):

@@ -156,6 +156,11 @@ void to_args(const attnc_call& c, AttentionArgs& a) {
   a.workspace = c.workspace;
   a.workspace_bytes = c.workspace_bytes;
   a.total_k = c.total_k;  // -1 from the defaults for a caller older than the field
+  a.q_scale = c.q_scale;
+  a.q_scale_row_stride = c.q_scale_row_stride;
+  a.q_scale_head_stride = c.q_scale_head_stride;
+  a.k_scale = c.k_scale;
+  a.v_scale = c.v_scale;
 }
 
 }  // namespace

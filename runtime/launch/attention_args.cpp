@@ -9,6 +9,7 @@
 #include "attnc/params/split_combine_shape.h"
 #include "runtime/driver/tensor_map.h"
 #include "runtime/launch/error_message.h"
+#include "runtime/launch/int8_args.h"
 
 namespace attnc {
 namespace {
@@ -268,6 +269,8 @@ AttentionLaunch prepare_attention(const KernelPlan& plan, const AttentionArgs& a
     p.o_partial = parts.o;
     p.lse_partial = parts.lse;
   }
+
+  set_int8_params(plan, a, p);
 
   AttentionLaunch l;
   l.params = p;

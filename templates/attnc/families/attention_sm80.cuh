@@ -17,7 +17,9 @@
 // Traits (written by the emitter) supply:
 //   Element (bf16_t | fp16_t), kHeadDim, kHeadDimV, kBlockM, kBlockN, kWarps, kStages,
 //   kGroup (q heads per kv head), kMask (MaskKind), kSoftcap, kAlibi (Alibi), kSinks,
-//   kLse (LseOut), kPaged, kPackGqa, kSplitKv.
+//   kLse (LseOut), kPaged, kPackGqa, kSplitKv; int8 kernels also kInt8 (Int8Mode: int8 Q/K[/V]
+//   widened to 16 bits on their way into shared memory, scales on scores and output;
+//   features/int8_scales.cuh).
 #pragma once
 
 #include "attnc/core/ptx.cuh"
@@ -25,6 +27,7 @@
 #include "attnc/families/combine.cuh"
 #include "attnc/features/alibi.cuh"
 #include "attnc/features/block_range.cuh"
+#include "attnc/features/int8_scales.cuh"
 #include "attnc/features/kv_source.cuh"
 #include "attnc/features/lse.cuh"
 #include "attnc/features/mask.cuh"
@@ -52,12 +55,20 @@ struct AttentionSm80 {
   using QTile = SmemTile<BM, DQO>;
   using KTile = SmemTile<BN, DP>;
   using VTile = SmemTile<BN, DVP>;
-  static constexpr int kSmemBytes = 2 * (QTile::kElems + STAGES * (KTile::kElems + VTile::kElems));
+  // int8: K (and V with Int8Mode::qkv) also stage raw, STAGES deep, before widening.
+  using RawK = Int8RawTile<BN, D>;
+  using RawV = Int8RawTile<BN, DV>;
+  static constexpr int kRawStageBytes = (Int8ModeOf<T>::value != Int8Mode::none ? RawK::kBytes : 0) +
+                                        (Int8ModeOf<T>::value == Int8Mode::qkv ? RawV::kBytes : 0);
+  static constexpr int kSmemBytes =
+      2 * (QTile::kElems + STAGES * (KTile::kElems + VTile::kElems)) + STAGES * kRawStageBytes;
 
   using Rows = RowMap<T::kPackGqa, G>;
   using Kv = KvSource<T::kPaged>;
   using MaskT = Mask<T::kMask>;
   using AlibiT = AlibiBias<T::kAlibi>;
+  static constexpr Int8Mode I8 = Int8ModeOf<T>::value;
+  using Int8T = Int8Scales<I8, T::kPaged>;
 
   // What one block works on, fixed by setup().
   struct Work {
@@ -71,6 +82,7 @@ struct AttentionSm80 {
     u16* sQ;
     u16* sK;
     u16* sV;
+    unsigned char* sRaw;  // int8: STAGES raw stages of K (then V)
   };
 
   // One thread's part of the compute: its two accumulator rows (mma C layout), O and the softmax.
@@ -80,6 +92,7 @@ struct AttentionSm80 {
     AlibiT alibi[2];
     float acc_o[2 * DV16][4];
     OnlineSoftmax<2> softmax;
+    Int8T int8;
     u32 q_base, k_base0, v_base0;  // ldmatrix row bases (SmemTile::frag_addr)
     int xq, xk;                    // and their swizzle keys
   };
@@ -87,13 +100,19 @@ struct AttentionSm80 {
   __device__ static void run(const AttentionParams& p, u16* smem) {
     Work w;
     if (!setup(p, smem, w)) return;
-    const Kv kv(p, w.seq, T::kPackGqa ? blockIdx.y : blockIdx.y / G);
+    const int kv_head = T::kPackGqa ? blockIdx.y : blockIdx.y / G;
+    const Kv kv(p, w.seq, kv_head);
     const MaskT mask(w.sq, kv.sk, p.window_left, p.window_right);
     w.keys = block_range<BN>(mask, w.t0, w.t1, kv.sk, w.split, T::kSplitKv ? p.num_splits : 1);
 
     start_pipeline(p, w, kv);
     State st;
     init_state(p, w, st);
+    if constexpr (I8 != Int8Mode::none) {
+      const int rows[2] = {st.row0, st.row0 + 8};
+      st.int8.init(p, kv, w.seq, kv_head, DV, rows, w.rows_here,
+                   [&](int r) { return w.q_begin + w.rows.token(r); }, [&](int r) { return w.rows.head(r); });
+    }
     for (int it = 0; it < w.keys.n_tiles; ++it) {
       advance_pipeline(w, kv, it);
       compute_tile(p, w, mask, kv.sk, it, st);
@@ -117,6 +136,7 @@ struct AttentionSm80 {
     w.sQ = smem;
     w.sK = w.sQ + QTile::kElems;
     w.sV = w.sK + STAGES * KTile::kElems;
+    w.sRaw = reinterpret_cast<unsigned char*>(w.sV + STAGES * VTile::kElems);
     w.tid = threadIdx.x;
     return true;
   }
@@ -146,10 +166,17 @@ struct AttentionSm80 {
   // --- the pipeline: K/V tile `tile` into its stage, one cp.async group per tile.
   __device__ static void load_kv(const Work& w, const Kv& kv, int tile) {
     const int n0 = w.keys.n_begin + tile * BN, stage = tile % STAGES;
-    KTile::template load_rows_async<NTHREADS, 2 * KSTEPS, D / 8>(w.sK + stage * KTile::kElems, kv.k_rows(n0),
-                                                                  kv.sk - n0, w.tid);
-    VTile::template load_rows_async<NTHREADS, 2 * DV16, DV / 8>(w.sV + stage * VTile::kElems, kv.v_rows(n0),
-                                                                 kv.sk - n0, w.tid);
+    unsigned char* raw = w.sRaw + stage * kRawStageBytes;
+    if constexpr (I8 != Int8Mode::none)
+      RawK::template load_async<NTHREADS>(raw, kv.k_rows(n0), kv.sk - n0, w.tid);
+    else
+      KTile::template load_rows_async<NTHREADS, 2 * KSTEPS, D / 8>(w.sK + stage * KTile::kElems, kv.k_rows(n0),
+                                                                    kv.sk - n0, w.tid);
+    if constexpr (I8 == Int8Mode::qkv)
+      RawV::template load_async<NTHREADS>(raw + RawK::kBytes, kv.v_rows(n0), kv.sk - n0, w.tid);
+    else
+      VTile::template load_rows_async<NTHREADS, 2 * DV16, DV / 8>(w.sV + stage * VTile::kElems, kv.v_rows(n0),
+                                                                   kv.sk - n0, w.tid);
   }
 
   // Q with the first tile, then the rest of the pipeline's depth.
@@ -158,7 +185,10 @@ struct AttentionSm80 {
     const auto q_row = [&](int r) {
       return q + (w.q_begin + w.rows.token(r)) * p.q_row_stride + w.rows.head(r) * p.q_head_stride;
     };
-    QTile::template load_rows_async<NTHREADS, 2 * KSTEPS, D / 8>(w.sQ, q_row, w.rows_here, w.tid);
+    if constexpr (I8 != Int8Mode::none)
+      load_int8_rows_widened<QTile, E, NTHREADS, 2 * KSTEPS, D / 8>(w.sQ, q_row, w.rows_here, w.tid);
+    else
+      QTile::template load_rows_async<NTHREADS, 2 * KSTEPS, D / 8>(w.sQ, q_row, w.rows_here, w.tid);
     if (w.keys.n_tiles > 0) load_kv(w, kv, 0);
     cp_async_commit();
 #pragma unroll
@@ -175,6 +205,14 @@ struct AttentionSm80 {
     cp_async_commit();
     cp_async_wait<STAGES - 1>();
     __syncthreads();
+    if constexpr (I8 != Int8Mode::none) {  // the raw int8 stage into the 16-bit tiles the mma steps read
+      const int stage = it % STAGES;
+      const unsigned char* raw = w.sRaw + stage * kRawStageBytes;
+      RawK::template widen<KTile, E, NTHREADS, 2 * KSTEPS>(w.sK + stage * KTile::kElems, raw, w.tid);
+      if constexpr (I8 == Int8Mode::qkv)
+        RawV::template widen<VTile, E, NTHREADS, 2 * DV16>(w.sV + stage * VTile::kElems, raw + RawK::kBytes, w.tid);
+      __syncthreads();
+    }
   }
 
   // --- compute_tile: one K/V tile of keys [n0, n0 + BN) for this warp's 16 rows.
@@ -183,6 +221,7 @@ struct AttentionSm80 {
     const int n0 = w.keys.n_begin + it * BN, stage = it % STAGES;
     float acc_s[BN / 8][4];
     mma_qk(st, stage, acc_s);
+    st.int8.scale_scores(acc_s, n0, st.col0, sk);
     score_and_mask(p, w, mask, sk, n0, st, acc_s);
     float rescale[2];
     st.softmax.update(acc_s, rescale);
@@ -261,6 +300,7 @@ struct AttentionSm80 {
       st.softmax.finish(inv_sum, lse2);
     }
     cp_async_wait<0>();
+    st.int8.template scale_output<2 * DV16, DV>(st.acc_o, st.col0);
     if (partial) store_partial(p, w, st, inv_sum, lse2);
     else store_output(p, w, st, inv_sum, lse2);
   }
