@@ -103,7 +103,7 @@ std::vector<T> padded_rows(const std::vector<T>& dense, int rows, long long widt
 struct DeviceCall {
   DeviceBuffer q, k, v, o, lse, workspace, cache;
   DeviceBuffer cu_q, cu_k, seqused, table, indptr, indices, last_len, slopes, sinks;
-  DeviceBuffer q_scale, k_scale, v_scale, cache_v;  // int8 specs
+  DeviceBuffer q_scale, k_token_scale, v_channel_scale, cache_v;  // int8 specs
   HostPageTable pages;  // host mirror of the page table (paged calls)
   AttentionHostMetadata host;
   AttentionArgs args;
@@ -191,21 +191,21 @@ void setup_int8(DeviceCall& call, const KernelPlan& plan, const AttentionCase& c
   call.q_scale = upload(qs);
   a.q_scale = call.q_scale.as<float>();
   if (plan.int8 == Int8Mode::qkv) {
-    call.v_scale = upload(in.v_scale);
-    a.v_scale = call.v_scale.as<float>();
+    call.v_channel_scale = upload(in.v_channel_scale);
+    a.v_channel_scale = call.v_channel_scale.as<float>();
   }
   if (!plan.paged) {
     call.k = upload(in.k);
     call.v = plan.int8 == Int8Mode::qkv ? upload(in.v) : upload(in.v16);
-    call.k_scale = upload(in.k_scale);
-    a.k_scale = call.k_scale.as<float>();
+    call.k_token_scale = upload(in.k_token_scale);
+    a.k_token_scale = call.k_token_scale.as<float>();
     return;
   }
   setup_paged(call, plan, c, b, [&](const KvCacheStrides& s) {
     const Int8CacheImages img = int8_cache_images(plan.int8, s, call.pages, b.cu_k, in, plan.head_dim,
                                                   plan.head_dim_v);
     call.cache = upload(img.kv);
-    call.k_scale = upload(img.k_scale);
+    call.k_token_scale = upload(img.k_token_scale);
     bind_kv_cache(a, s, call.cache.as());
     // bind_kv_cache counts 16-bit elements: int8 planes are offset in bytes, int8_qk's V lies in its own buffer.
     const auto* base = call.cache.as<std::int8_t>();
@@ -216,7 +216,7 @@ void setup_int8(DeviceCall& call, const KernelPlan& plan, const AttentionCase& c
       call.cache_v = upload(img.v16);
       a.v = call.cache_v.as<std::uint16_t>() + s.v_offset;
     }
-    a.k_scale = call.k_scale.as<float>();
+    a.k_token_scale = call.k_token_scale.as<float>();
   }, rng);
 }
 

@@ -40,26 +40,26 @@ Int8Inputs random_int8_inputs(Int8Mode mode, DType t, int total_q, int total_k, 
                               std::mt19937_64& rng) {
   Int8Inputs in;
   quantize_int8_rows(normal_floats(size_t(total_q) * hq * d, rng), total_q * hq, d, in.q, in.q_scale);
-  quantize_int8_rows(normal_floats(size_t(total_k) * hkv * d, rng), total_k * hkv, d, in.k, in.k_scale);
+  quantize_int8_rows(normal_floats(size_t(total_k) * hkv * d, rng), total_k * hkv, d, in.k, in.k_token_scale);
   const auto dequant = [](const std::vector<std::int8_t>& x8, const std::vector<float>& scale, int width) {
     std::vector<double> x(x8.size());
     for (size_t i = 0; i < x8.size(); ++i) x[i] = double(x8[i]) * double(scale[i / width]);
     return x;
   };
   in.q_exact = dequant(in.q, in.q_scale, d);
-  in.k_exact = dequant(in.k, in.k_scale, d);
+  in.k_exact = dequant(in.k, in.k_token_scale, d);
   const std::vector<float> v = normal_floats(size_t(total_k) * hkv * dv, rng);
   in.v_exact.resize(v.size());
   if (mode == Int8Mode::qkv) {  // static per-channel scales: amax over the tokens of each (kv head, channel)
-    in.v_scale.assign(size_t(hkv) * dv, 0.f);
+    in.v_channel_scale.assign(size_t(hkv) * dv, 0.f);
     for (size_t i = 0; i < v.size(); ++i) {
-      float& s = in.v_scale[i % (size_t(hkv) * dv)];
+      float& s = in.v_channel_scale[i % (size_t(hkv) * dv)];
       s = std::max(s, std::fabs(v[i]));
     }
-    for (float& s : in.v_scale) s = s > 0 ? s / 127.f : 1.f;
+    for (float& s : in.v_channel_scale) s = s > 0 ? s / 127.f : 1.f;
     in.v.resize(v.size());
     for (size_t i = 0; i < v.size(); ++i) {
-      const float s = in.v_scale[i % (size_t(hkv) * dv)];
+      const float s = in.v_channel_scale[i % (size_t(hkv) * dv)];
       in.v[i] = quantize(v[i], s);
       in.v_exact[i] = double(in.v[i]) * double(s);
     }
@@ -79,7 +79,7 @@ Int8CacheImages int8_cache_images(Int8Mode mode, const KvCacheStrides& s, const 
   const int bs = s.block_size, hkv = s.num_kv_heads;
   img.kv.assign(size_t(s.total_elems), 127);
   if (mode == Int8Mode::qk) img.v16.assign(size_t(s.total_elems), kHalfPoison);
-  img.k_scale.assign(size_t(s.num_blocks) * hkv * bs, std::numeric_limits<float>::quiet_NaN());
+  img.k_token_scale.assign(size_t(s.num_blocks) * hkv * bs, std::numeric_limits<float>::quiet_NaN());
   for (size_t r = 0; r < t.pages.size(); ++r)
     for (size_t j = 0; j < t.pages[r].size(); ++j) {
       const long long page = t.pages[r][j];
@@ -93,7 +93,7 @@ Int8CacheImages int8_cache_images(Int8Mode mode, const KvCacheStrides& s, const 
             std::copy_n(in.v.begin() + row * dv, dv, img.kv.begin() + s.v_index(page, slot, h, 0));
           else
             std::copy_n(in.v16.begin() + row * dv, dv, img.v16.begin() + s.v_index(page, slot, h, 0));
-          img.k_scale[(size_t(page) * hkv + h) * bs + slot] = in.k_scale[row];
+          img.k_token_scale[(size_t(page) * hkv + h) * bs + slot] = in.k_token_scale[row];
         }
       }
     }
@@ -101,7 +101,7 @@ Int8CacheImages int8_cache_images(Int8Mode mode, const KvCacheStrides& s, const 
 }
 
 void reference_int8_cache_write(const CacheWriteParams& p, DType t, QuantMode mode, const std::uint16_t* key,
-                                const std::uint16_t* value, const long long* slots, const float* v_scale,
+                                const std::uint16_t* value, const long long* slots, const float* v_channel_scale,
                                 std::int8_t* key_cache, void* value_cache, float* key_scale_cache) {
   const int d = p.head_size, dv = p.head_size_v;
   std::vector<float> row(d);
@@ -123,7 +123,7 @@ void reference_int8_cache_write(const CacheWriteParams& p, DType t, QuantMode mo
         if (mode == QuantMode::int8_qk)
           static_cast<std::uint16_t*>(value_cache)[dst + i] = v[i];
         else
-          static_cast<std::int8_t*>(value_cache)[dst + i] = quantize(from_half(t, v[i]), v_scale[h * dv + i]);
+          static_cast<std::int8_t*>(value_cache)[dst + i] = quantize(from_half(t, v[i]), v_channel_scale[h * dv + i]);
       }
     }
   }

@@ -2,7 +2,7 @@
 // stand for, which the float64 reference takes: Q and K quantised per token and head
 // (symmetric, scale = amax / 127), V per channel over the tokens (int8_qkv) or kept 16-bit
 // (int8_qk). The reference on the dequantised values is the fork's math exactly:
-// softmax_scale * q_scale * k_scale * sum(q8 * k8) = softmax_scale * sum((q8 q_scale)(k8 k_scale)).
+// softmax_scale * q_scale * k_token_scale * sum(q8 * k8) = softmax_scale * sum((q8 q_scale)(k8 k_token_scale)).
 // Also the paged images of such inputs, poisoned where no request's token lies.
 #pragma once
 
@@ -22,8 +22,8 @@ struct Int8Inputs {
   std::vector<std::int8_t> q, k, v;  // [total_q, Hq, D], [total_k, Hkv, D], [total_k, Hkv, Dv] (v: int8_qkv)
   std::vector<std::uint16_t> v16;     // int8_qk: [total_k, Hkv, Dv] 16-bit
   std::vector<float> q_scale;         // [total_q, Hq]
-  std::vector<float> k_scale;         // [total_k, Hkv]
-  std::vector<float> v_scale;         // [Hkv, Dv] (int8_qkv)
+  std::vector<float> k_token_scale;   // [total_k, Hkv]
+  std::vector<float> v_channel_scale; // [Hkv, Dv] (int8_qkv)
   std::vector<double> q_exact, k_exact, v_exact;  // dequantised: what the reference sees
 };
 
@@ -43,18 +43,18 @@ Int8Inputs random_int8_inputs(Int8Mode, DType, int total_q, int total_k, int hq,
 struct Int8CacheImages {
   std::vector<std::int8_t> kv;        // s.total_elems: K plane (and V plane for int8_qkv)
   std::vector<std::uint16_t> v16;     // int8_qk: s.total_elems, V at s.v_index
-  std::vector<float> k_scale;         // [num_blocks, Hkv, block_size]
+  std::vector<float> k_token_scale;   // [num_blocks, Hkv, block_size]
 };
 Int8CacheImages int8_cache_images(Int8Mode, const KvCacheStrides& s, const HostPageTable&,
                                   const std::vector<int>& cu_seqlens_k, const Int8Inputs&, int d, int dv);
 
 // What the int8 cache_write kernel must write (CacheWriteParams, attnc/params/ops_params.h), byte
 // for byte: key rows quantised per (token, head) by quantize_int8_rows, the scale into
-// key_scale_cache; int8_qkv values quantised per channel by v_scale; int8_qk values copied.
+// key_scale_cache; int8_qkv values quantised per channel by v_channel_scale; int8_qk values copied.
 // key/value: 16-bit rows at p's strides; caches indexed by p's strides (bytes for int8 planes,
 // 2-byte elements for int8_qk's value plane); key_scale_cache [num_blocks, heads, block_size].
 void reference_int8_cache_write(const CacheWriteParams& p, DType, QuantMode, const std::uint16_t* key,
-                                const std::uint16_t* value, const long long* slot_mapping, const float* v_scale,
+                                const std::uint16_t* value, const long long* slot_mapping, const float* v_channel_scale,
                                 std::int8_t* key_cache, void* value_cache, float* key_scale_cache);
 
 }  // namespace attnc

@@ -131,8 +131,8 @@ typedef struct attnc_call {
   const float* q_scale;          /* per token and q head: [total_q, Hq] (strides 0, 0) or any (row, head) strides,
                                     e.g. 1, total_q for the int8 fork's [Hq, total_q] */
   long long q_scale_row_stride, q_scale_head_stride;
-  const float* k_scale;          /* paged: [num_blocks, Hkv, page_size]; contiguous: [total_k, Hkv] */
-  const float* v_scale;          /* int8_qkv: [Hkv, Dv] per channel */
+  const float* k_token_scale;    /* paged: [num_blocks, Hkv, page_size]; contiguous: [total_k, Hkv] */
+  const float* v_channel_scale;  /* int8_qkv: [Hkv, Dv] per channel */
 } attnc_call;
 
 /* What attnc_attention_run would use for a shape. */

@@ -51,7 +51,7 @@ class Call(ctypes.Structure):
                 ("num_splits", c_int), ("workspace", c_void_p), ("workspace_bytes", c_size_t),
                 ("total_k", c_int),
                 ("q_scale", c_void_p), ("q_scale_row_stride", c_ll), ("q_scale_head_stride", c_ll),
-                ("k_scale", c_void_p), ("v_scale", c_void_p)]
+                ("k_token_scale", c_void_p), ("v_channel_scale", c_void_p)]
 
 
 class Selection(ctypes.Structure):

@@ -159,8 +159,8 @@ void to_args(const attnc_call& c, AttentionArgs& a) {
   a.q_scale = c.q_scale;
   a.q_scale_row_stride = c.q_scale_row_stride;
   a.q_scale_head_stride = c.q_scale_head_stride;
-  a.k_scale = c.k_scale;
-  a.v_scale = c.v_scale;
+  a.k_token_scale = c.k_token_scale;
+  a.v_channel_scale = c.v_channel_scale;
 }
 
 }  // namespace

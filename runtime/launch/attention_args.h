@@ -98,8 +98,8 @@ struct AttentionArgs {
   const float* q_scale = nullptr;     // per token and q head: [total_q, Hq] by default
   long long q_scale_row_stride = 0;   // 0, 0: [total_q, Hq]; 1, total_q: the fork's [Hq, total_q]
   long long q_scale_head_stride = 0;
-  const float* k_scale = nullptr;     // paged: [num_blocks, Hkv, page_size]; contiguous: [total_k, Hkv]
-  const float* v_scale = nullptr;     // int8_qkv: [Hkv, Dv] per channel
+  const float* k_token_scale = nullptr;    // paged: [num_blocks, Hkv, page_size]; contiguous: [total_k, Hkv]
+  const float* v_channel_scale = nullptr;  // int8_qkv: [Hkv, Dv] per channel
 };
 
 using GridDims = Dim3;

@@ -3,9 +3,9 @@
 // int8 tiles are widened to the 16-bit element type as they are copied to shared memory: int8
 // values are exact in fp16 and bf16, and a sum of D <= 256 products of int8 values stays below
 // 2^24, so the 16-bit mma with fp32 accumulation gives the s32 product of Q·Kᵀ exactly. The scales
-// then act on fp32 values: q_scale * k_scale on each score before the softmax scale, softcap,
-// ALiBi and mask; with Int8Mode::qkv the per-channel v_scale on the output (it factors out of the
-// sum over keys: o[d] = v_scale[d] * sum_j p_j * v8[j, d]), so P·V runs on the exact int8 values of
+// then act on fp32 values: q_scale * k_token_scale on each score before the softmax scale, softcap,
+// ALiBi and mask; with Int8Mode::qkv the per-channel v_channel_scale on the output (it factors out of the
+// sum over keys: o[d] = v_channel_scale[d] * sum_j p_j * v8[j, d]), so P·V runs on the exact int8 values of
 // V with P rounded to 16 bits as in the 16-bit kernels (docs/kernels-int8.md).
 #pragma once
 
@@ -117,20 +117,20 @@ struct Int8Scales {
         qs[r] = rows[r] < rows_here ? p.q_scale[row_tok(rows[r]) * p.q_scale_row_stride +
                                                 row_head(rows[r]) * p.q_scale_head_stride]
                                     : 0.f;
-      ks_row = p.k_scale_row_stride;
-      ks_block = p.k_scale_block_stride;
-      ks = p.k_scale + kv_head * p.k_scale_head_stride;
+      ks_row = p.k_token_scale_row_stride;
+      ks_block = p.k_token_scale_block_stride;
+      ks = p.k_token_scale + kv_head * p.k_token_scale_head_stride;
       if constexpr (PAGED) {
         pages = kv.pages;
         page_size = kv.page_size;
       } else {
         ks += p.cu_seqlens_k[seq] * ks_row;
       }
-      if constexpr (MODE == Int8Mode::qkv) vs = p.v_scale + (long long)kv_head * dv;
+      if constexpr (MODE == Int8Mode::qkv) vs = p.v_channel_scale + (long long)kv_head * dv;
     }
   }
 
-  __device__ float k_scale_at(int n) const {
+  __device__ float k_token_scale_at(int n) const {
     if constexpr (PAGED) {
       const int lp = n / page_size;
       return ks[pages[lp] * ks_block + (n - lp * page_size) * ks_row];
@@ -140,7 +140,7 @@ struct Int8Scales {
   }
 
   // Raw s32-valued scores of keys [n0, n0 + 8 * NT) (mma C layout: columns col0, col0 + 1 of each
-  // 8-wide tile, rows 0 and 1 in c / 2) times q_scale * k_scale. Keys past sk get 0 (the mask
+  // 8-wide tile, rows 0 and 1 in c / 2) times q_scale * k_token_scale. Keys past sk get 0 (the mask
   // removes them; their page may not exist).
   template <int NT>
   __device__ void scale_scores(float (&acc_s)[NT][4], int n0, int col0, int sk) const {
@@ -150,7 +150,7 @@ struct Int8Scales {
 #pragma unroll
         for (int c = 0; c < 2; ++c) {
           const int j = n0 + nt * 8 + col0 + c;
-          const float k = j < sk ? k_scale_at(j) : 0.f;
+          const float k = j < sk ? k_token_scale_at(j) : 0.f;
           acc_s[nt][c] *= qs[0] * k;
           acc_s[nt][2 + c] *= qs[1] * k;
         }

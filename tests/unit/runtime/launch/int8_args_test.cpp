@@ -37,8 +37,8 @@ AttentionArgs good_args(bool paged) {
   a.max_seqlen_q = 300;
   a.total_q = 400;
   a.q_scale = reinterpret_cast<const float*>(0x70000);
-  a.k_scale = reinterpret_cast<const float*>(0x80000);
-  a.v_scale = reinterpret_cast<const float*>(0x90000);
+  a.k_token_scale = reinterpret_cast<const float*>(0x80000);
+  a.v_channel_scale = reinterpret_cast<const float*>(0x90000);
   if (paged) {  // the fork's (2, nb, Hkv, bs, D) int8 cache, page 16
     a.block_table = reinterpret_cast<const int*>(0xa0000);
     a.block_table_stride = a.max_blocks_per_seq = 64;
@@ -88,9 +88,9 @@ TEST(Int8Args, ScalesInTheForksLayoutsAndStridesInTwoByteUnits) {
   EXPECT_EQ(p.o_row_stride, 32 * 128);  // the output stays 16-bit
   EXPECT_EQ(p.q_scale_row_stride, 32);  // [total_q, Hq]
   EXPECT_EQ(p.q_scale_head_stride, 1);
-  EXPECT_EQ(p.k_scale_block_stride, 8 * 16);  // [num_blocks, Hkv, block_size]
-  EXPECT_EQ(p.k_scale_head_stride, 16);
-  EXPECT_EQ(p.k_scale_row_stride, 1);
+  EXPECT_EQ(p.k_token_scale_block_stride, 8 * 16);  // [num_blocks, Hkv, block_size]
+  EXPECT_EQ(p.k_token_scale_head_stride, 16);
+  EXPECT_EQ(p.k_token_scale_row_stride, 1);
   a.q_scale_row_stride = 1;  // the fork's [Hq, total_q]
   a.q_scale_head_stride = 400;
   p = prepare_attention(paged, a).params;
@@ -98,10 +98,10 @@ TEST(Int8Args, ScalesInTheForksLayoutsAndStridesInTwoByteUnits) {
 
   const KernelPlan qk = plan_for(int8_llama(QuantMode::int8_qk), KernelKind::prefill);
   AttentionArgs c = good_args(false);
-  c.v_scale = nullptr;
+  c.v_channel_scale = nullptr;
   p = prepare_attention(qk, c).params;
-  EXPECT_EQ(p.k_scale_row_stride, 8);  // contiguous K: [total_k, Hkv]
-  EXPECT_EQ(p.k_scale_head_stride, 1);
+  EXPECT_EQ(p.k_token_scale_row_stride, 8);  // contiguous K: [total_k, Hkv]
+  EXPECT_EQ(p.k_token_scale_head_stride, 1);
   EXPECT_EQ(p.k_row_stride, 8 * 128 / 2);
   EXPECT_EQ(p.v_row_stride, 8 * 128);  // int8_qk: V is 16-bit
 }
@@ -112,24 +112,24 @@ TEST(Int8Args, BadCallsNameTheProblem) {
   a.q_scale = nullptr;
   expect_bad(qkv, a, "attention: q_scale [total_q, Hq] or [Hq, total_q] fp32 is required: the kernel is int8");
   a = good_args(true);
-  a.v_scale = nullptr;
-  expect_bad(qkv, a, "v_scale [Hkv, Dv] fp32 is required");
+  a.v_channel_scale = nullptr;
+  expect_bad(qkv, a, "v_channel_scale [Hkv, Dv] fp32 is required");
   a = good_args(true);
-  a.k_scale = reinterpret_cast<const float*>(0x80002);
-  expect_bad(qkv, a, "k_scale must be 4-byte aligned");
+  a.k_token_scale = reinterpret_cast<const float*>(0x80002);
+  expect_bad(qkv, a, "k_token_scale must be 4-byte aligned");
   a = good_args(true);
   a.q_scale_row_stride = 1;
   expect_bad(qkv, a, "q_scale strides: give both (row, head) or neither");
   const KernelPlan qk = plan_for(int8_llama(QuantMode::int8_qk), KernelKind::decode);
-  expect_bad(qk, good_args(true), "v_scale given but int8_qk keeps V in 16 bits");
+  expect_bad(qk, good_args(true), "v_channel_scale given but int8_qk keeps V in 16 bits");
   Spec fp16 = int8_llama(QuantMode::none);
   fp16.kv_cache.dtype = KvDType::same;
   AttentionArgs plain = good_args(false);
-  plain.v_scale = plain.k_scale = nullptr;
+  plain.v_channel_scale = plain.k_token_scale = nullptr;
   const KernelPlan p16 = plan_kernel(fp16, KernelKind::prefill, config_for(fp16, KernelKind::prefill, "sm_90a",
                                                                             R"({"family":"prefill_sm80"})"),
                                      "sm_90a");
-  expect_bad(p16, plain, "q_scale/k_scale/v_scale given but the spec has no int8 quant");
+  expect_bad(p16, plain, "q_scale/k_token_scale/v_channel_scale given but the spec has no int8 quant");
 }
 
 }  // namespace
