@@ -16,6 +16,7 @@
 #include "check/half.h"
 #include "check/int8_inputs.h"
 #include "check/kv_cache_fill.h"
+#include "check/ops_reference.h"
 #include "runtime/driver/module.h"
 #include "check/reference.h"
 
@@ -70,14 +71,38 @@ struct HalfTensor {
   std::vector<double> exact;
 };
 
-HalfTensor random_half(DType t, size_t n, std::mt19937_64& rng) {
+HalfTensor random_half(DType t, size_t n, std::mt19937_64& rng, bool exact = true) {
   std::normal_distribution<float> dist(0.f, 1.f);
   HalfTensor h;
+  if (!exact) {  // timing only: uniform in [-2, 2) from 16 random bits each, no reference copy
+    h.bits.resize(n);
+    for (size_t i = 0; i < n; i += 4) {
+      const std::uint64_t r = rng();
+      for (size_t j = i; j < std::min(n, i + 4); ++j)
+        h.bits[j] = to_half(t, float((r >> (16 * (j - i))) & 0xffff) / 16384.f - 2.f);
+    }
+    return h;
+  }
   h.bits.resize(n);
   h.exact.resize(n);
   for (size_t i = 0; i < n; ++i) {
     h.bits[i] = to_half(t, dist(rng));
     h.exact[i] = from_half(t, h.bits[i]);
+  }
+  return h;
+}
+
+// fp8 K/V: bytes fp8(N(0, 1)) (kept in `bits`, one per element) and the values they decode to.
+HalfTensor random_fp8(KvDType cache, size_t n, std::mt19937_64& rng) {
+  std::normal_distribution<float> dist(0.f, 1.f);
+  const bool e4m3 = cache == KvDType::fp8_e4m3;
+  HalfTensor h;
+  h.bits.resize(n);
+  h.exact.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    const std::uint8_t b = e4m3 ? fp8_e4m3_from_float(dist(rng)) : fp8_e5m2_from_float(dist(rng));
+    h.bits[i] = b;
+    h.exact[i] = e4m3 ? fp8_e4m3_to_double(b) : fp8_e5m2_to_double(b);
   }
   return h;
 }
@@ -92,7 +117,8 @@ DeviceBuffer upload(const std::vector<T>& host) {
 
 // [rows, row_stride] image of a dense [rows, width] tensor; the padding keeps the poison.
 template <class T>
-std::vector<T> padded_rows(const std::vector<T>& dense, int rows, long long width, long long row_stride, T poison) {
+std::vector<T> padded_rows(const std::vector<T>& dense, int rows, long long width, long long row_stride,
+                           T poison = T(kHalfPoison)) {
   std::vector<T> img(size_t(rows) * row_stride, poison);
   for (int r = 0; r < rows; ++r)
     std::copy_n(dense.begin() + r * width, width, img.begin() + r * row_stride);
@@ -101,29 +127,76 @@ std::vector<T> padded_rows(const std::vector<T>& dense, int rows, long long widt
 
 // Everything on the device for one call; lives as long as the call may run.
 struct DeviceCall {
-  DeviceBuffer q, k, v, o, lse, workspace, cache;
+  DeviceBuffer q, q_pe, k, v, o, lse, workspace, cache;
   DeviceBuffer cu_q, cu_k, seqused, table, indptr, indices, last_len, slopes, sinks;
+  DeviceBuffer k_scale, v_scale, k_descale, v_descale;
   DeviceBuffer q_scale, k_token_scale, v_channel_scale, cache_v;  // int8 specs
   HostPageTable pages;  // host mirror of the page table (paged calls)
   AttentionHostMetadata host;
   AttentionArgs args;
 };
 
-// The whole cache poisoned, then only the pages the batch owns written.
+// The whole cache poisoned (0xff: NaN in bf16, fp16, e4m3 and e5m2), then only the pages the batch
+// owns written; an fp8 cache narrows each image to its bytes.
 void fill_paged_cache(DeviceCall& call, const KvCacheStrides& s, const Batch& b, const HalfTensor& k,
-                      const HalfTensor& v, int d, int dv) {
-  call.cache = DeviceBuffer(size_t(s.total_elems) * 2);
+                      const HalfTensor& v, int d, int dv, int elem_bytes) {
+  call.cache = DeviceBuffer(size_t(s.total_elems) * elem_bytes);
   call.cache.memset(0xff);
+  std::vector<std::uint8_t> bytes;
   for_each_page_image(s, call.pages, b.cu_k, k.bits, v.bits, d, dv,
                       [&](long long offset, const std::vector<std::uint16_t>& img) {
-                        call.cache.upload(img.data(), img.size() * 2, size_t(offset) * 2);
+                        if (elem_bytes == 2) {
+                          call.cache.upload(img.data(), img.size() * 2, size_t(offset) * 2);
+                          return;
+                        }
+                        bytes.assign(img.begin(), img.end());  // kHalfPoison narrows to 0xff
+                        call.cache.upload(bytes.data(), bytes.size(), size_t(offset));
                       });
+}
+
+// fp8: the dequantisation factors of the case's scale kind on the device, and the reference's K/V
+// multiplied by them (request b's tokens, head h: k_scale * k_descale[b, h]).
+void setup_fp8_scales(DeviceCall& call, const AttentionCase& c, const Batch& b, int hkv, int d, int dv,
+                      HalfTensor& k, HalfTensor& v, std::mt19937_64& rng) {
+  std::uniform_real_distribution<float> unit(0.5f, 2.f);
+  const bool per_tensor = c.fp8_scales != Fp8Scales::descale, descale = c.fp8_scales != Fp8Scales::per_tensor;
+  std::vector<float> scale = {0.25f * unit(rng), 0.5f * unit(rng)};  // K, V
+  const int stride = hkv + 3;  // [batch, Hkv] rows padded: the batch stride is honoured
+  std::vector<float> desc[2];
+  for (int kv = 0; kv < 2; ++kv) {
+    desc[kv].assign(size_t(b.size) * stride, std::nanf(""));
+    for (int i = 0; i < b.size; ++i)
+      for (int h = 0; h < hkv; ++h) desc[kv][i * stride + h] = unit(rng);
+  }
+  AttentionArgs& a = call.args;
+  if (per_tensor) {
+    call.k_scale = upload(std::vector<float>{scale[0]});
+    call.v_scale = upload(std::vector<float>{scale[1]});
+    a.k_scale = call.k_scale.as<float>();
+    a.v_scale = call.v_scale.as<float>();
+  }
+  if (descale) {
+    call.k_descale = upload(desc[0]);
+    call.v_descale = upload(desc[1]);
+    a.k_descale = call.k_descale.as<float>();
+    a.v_descale = call.v_descale.as<float>();
+    a.k_descale_batch_stride = a.v_descale_batch_stride = stride;
+  }
+  for (int kv = 0; kv < 2; ++kv) {
+    HalfTensor& t = kv ? v : k;
+    const int dim = kv ? dv : d;
+    for (int i = 0; i < b.size; ++i)
+      for (long long tok = b.cu_k[i]; tok < b.cu_k[i + 1]; ++tok)
+        for (int h = 0; h < hkv; ++h) {
+          const double f = double(per_tensor ? scale[kv] : 1.f) * (descale ? desc[kv][i * stride + h] : 1.f);
+          for (int e = 0; e < dim; ++e) t.exact[(tok * hkv + h) * dim + e] *= f;
+        }
+  }
 }
 
 // The page table, then fill(strides) writes the cache and binds it to the call.
 void setup_paged(DeviceCall& call, const KernelPlan& plan, const AttentionCase& c, const Batch& b,
                  const std::function<void(const KvCacheStrides&)>& fill, std::mt19937_64& rng) {
-  const Spec& s = plan.spec;
   PageTableOptions opt;
   opt.form = c.page_table;
   opt.page_size = c.page_size;
@@ -137,7 +210,7 @@ void setup_paged(DeviceCall& call, const KernelPlan& plan, const AttentionCase& 
   }
   KvCacheStrides strides;
   try {
-    strides = kv_cache_strides(c.layout, c.num_blocks, c.page_size, s.num_kv_heads, plan.head_dim, plan.head_dim_v);
+    strides = kv_cache_strides(c.layout, c.num_blocks, c.page_size, plan.kv_heads(), plan.head_dim, plan.head_dim_v);
   } catch (const std::invalid_argument& e) {
     throw BadCall(std::string("check: ") + e.what());
   }
@@ -206,13 +279,8 @@ void setup_int8(DeviceCall& call, const KernelPlan& plan, const AttentionCase& c
                                                   plan.head_dim_v);
     call.cache = upload(img.kv);
     call.k_token_scale = upload(img.k_token_scale);
-    bind_kv_cache(a, s, call.cache.as());
-    // bind_kv_cache counts 16-bit elements: int8 planes are offset in bytes, int8_qk's V lies in its own buffer.
-    const auto* base = call.cache.as<std::int8_t>();
-    a.k = base + s.k_offset;
-    if (plan.int8 == Int8Mode::qkv) {
-      a.v = base + s.v_offset;
-    } else {
+    bind_kv_cache(a, s, call.cache.as(), 1);  // int8 planes: one byte per element
+    if (plan.int8 == Int8Mode::qk) {          // int8_qk's 16-bit V lies in its own buffer
       call.cache_v = upload(img.v16);
       a.v = call.cache_v.as<std::uint16_t>() + s.v_offset;
     }
@@ -227,7 +295,7 @@ ReferenceOptions reference_options(const KernelPlan& plan, float scale, const st
   r.head_dim = plan.head_dim;
   r.head_dim_v = plan.head_dim_v;
   r.num_q_heads = s.num_q_heads;
-  r.num_kv_heads = s.num_kv_heads;
+  r.num_kv_heads = plan.kv_heads();
   r.scale = scale;
   r.causal = s.mask.kind == MaskKind::causal;
   if (s.mask.kind == MaskKind::sliding_window) {
@@ -238,7 +306,19 @@ ReferenceOptions reference_options(const KernelPlan& plan, float scale, const st
   r.alibi = plan.alibi;
   r.alibi_slopes = plan.alibi != Alibi::none ? slopes : nullptr;
   r.sinks = plan.sinks ? sinks : nullptr;
+  r.sparse = sparse_pattern(s);
   return r;
+}
+
+// MLA: V is the first dv columns of each k row (one latent head).
+HalfTensor latent_values(const HalfTensor& k, int rows, int d, int dv) {
+  HalfTensor v;
+  for (int r = 0; r < rows; ++r) {
+    v.bits.insert(v.bits.end(), k.bits.begin() + size_t(r) * d, k.bits.begin() + size_t(r) * d + dv);
+    if (!k.exact.empty())
+      v.exact.insert(v.exact.end(), k.exact.begin() + size_t(r) * d, k.exact.begin() + size_t(r) * d + dv);
+  }
+  return v;
 }
 
 }  // namespace
@@ -249,6 +329,14 @@ double visible_pairs(const Spec& s, const std::vector<int>& lq, const std::vecto
   if (s.mask.kind == MaskKind::causal) right = 0;
   if (s.mask.kind == MaskKind::sliding_window) { left = s.mask.window_left; right = s.mask.window_right; }
   double pairs = 0;
+  if (s.sparse.enabled) {  // block-sparse is causal: the pattern's keys, averaged over the q heads
+    const SparsePattern sp = sparse_pattern(s);
+    for (size_t b = 0; b < lq.size(); ++b)
+      for (long i = 0; i < lq[b]; ++i)
+        for (int h = 0; h < s.num_q_heads; ++h)
+          pairs += double(sparse_visible_keys(sp, i + lk[b] - lq[b], lk[b], h)) / s.num_q_heads;
+    return pairs;
+  }
   for (size_t b = 0; b < lq.size(); ++b) {
     for (long i = 0; i < lq[b]; ++i) {
       const long diag = i + lk[b] - lq[b];
@@ -263,6 +351,10 @@ double visible_pairs(const Spec& s, const std::vector<int>& lq, const std::vecto
 double reference_work(const KernelPlan& plan, const AttentionCase& c) {
   const Batch b = batch_of(plan, c);
   return visible_pairs(plan.spec, b.lq, b.lk) * plan.spec.num_q_heads;
+}
+
+const char* to_string(Fp8Scales s) {
+  return s == Fp8Scales::per_tensor ? "scale" : s == Fp8Scales::descale ? "descale" : "scale_descale";
 }
 
 std::string AttentionReport::summary() const {
@@ -283,21 +375,26 @@ AttentionReport check_attention(const KernelPlan& plan, const Kernel& kernel, co
           std::string("attention kernels only; got a ") + to_string(plan.kind) + " kernel");
   const Spec& s = plan.spec;
   const DType t = s.dtype;
-  const int hq = s.num_q_heads, hkv = s.num_kv_heads, d = plan.head_dim, dv = plan.head_dim_v;
+  const int hq = s.num_q_heads, hkv = plan.kv_heads(), d = plan.head_dim, dv = plan.head_dim_v;
   const Batch b = batch_of(plan, c);
+  const bool mla = is_mla_decode(plan);
+  require(!c.q_pe_apart || mla, "q_pe_apart is for mla_decode kernels");
 
   AttentionReport rep;
   rep.seed = c.seed ? c.seed : std::uint64_t(std::chrono::steady_clock::now().time_since_epoch().count());
   std::mt19937_64 rng(rep.seed);
-  const bool int8 = plan.int8 != Int8Mode::none;
+  const bool fp8 = plan.kv_cache != KvDType::same, int8 = plan.int8 != Int8Mode::none;
   HalfTensor q, k, v;
   Int8Inputs i8;
   if (int8) {
     i8 = random_int8_inputs(plan.int8, t, b.total_q, b.total_k, hq, hkv, d, dv, rng);
   } else {
-    q = random_half(t, size_t(b.total_q) * hq * d, rng);
-    k = random_half(t, size_t(b.total_k) * hkv * d, rng);
-    v = random_half(t, size_t(b.total_k) * hkv * dv, rng);
+    q = random_half(t, size_t(b.total_q) * hq * d, rng, c.check);
+    k = fp8 ? random_fp8(plan.kv_cache, size_t(b.total_k) * hkv * d, rng)
+            : random_half(t, size_t(b.total_k) * hkv * d, rng, c.check);
+    v = fp8    ? random_fp8(plan.kv_cache, size_t(b.total_k) * hkv * dv, rng)
+        : mla ? latent_values(k, b.total_k, d, dv)
+              : random_half(t, size_t(b.total_k) * hkv * dv, rng, c.check);
   }
   std::vector<double> slopes(hq), sinks(hq);
   std::uniform_real_distribution<double> unit(0.0, 1.0);
@@ -311,15 +408,28 @@ AttentionReport check_attention(const KernelPlan& plan, const Kernel& kernel, co
   AttentionArgs& a = call.args;
   const long long q_row = (long long)hq * d + c.qo_row_pad, o_row = (long long)hq * dv + c.qo_row_pad;
   require(q_row > 0 && o_row > 0, "qo_row_pad is too negative");
-  call.q = int8 ? upload(padded_rows<std::int8_t>(i8.q, b.total_q, (long long)hq * d, q_row, 127))
-               : upload(padded_rows(q.bits, b.total_q, (long long)hq * d, q_row, kHalfPoison));
+  if (c.q_pe_apart) {  // q_nope [total_q, Hq, d - 64] (row padding kept) and q_pe [total_q, Hq, 64]
+    const int dn = d - 64;
+    std::vector<std::uint16_t> nope, pe;
+    for (size_t r = 0; r < size_t(b.total_q) * hq; ++r) {
+      nope.insert(nope.end(), q.bits.begin() + r * d, q.bits.begin() + r * d + dn);
+      pe.insert(pe.end(), q.bits.begin() + r * d + dn, q.bits.begin() + (r + 1) * d);
+    }
+    call.q = upload(padded_rows(nope, b.total_q, (long long)hq * dn, (long long)hq * dn + c.qo_row_pad));
+    call.q_pe = upload(pe);
+    a.q_pe = call.q_pe.as();
+  } else if (int8) {
+    call.q = upload(padded_rows<std::int8_t>(i8.q, b.total_q, (long long)hq * d, q_row, 127));
+  } else {
+    call.q = upload(padded_rows(q.bits, b.total_q, (long long)hq * d, q_row));
+  }
   call.o = DeviceBuffer(size_t(b.total_q + 1) * o_row * 2);  // one guard row
   call.o.memset(0xff);                                        // NaN in bf16 and fp16
   call.lse = DeviceBuffer(size_t(b.total_q + 1) * hq * 4);    // one guard row
   call.lse.memset(0xff);                                      // NaN in fp32
   a.q = call.q.as();
   a.o = call.o.as();
-  a.q_row_stride = q_row;
+  a.q_row_stride = c.q_pe_apart ? (long long)hq * (d - 64) + c.qo_row_pad : q_row;
   a.o_row_stride = o_row;
   a.lse = plan.lse != LseOut::none ? call.lse.as<float>() : nullptr;
   a.batch = b.size;
@@ -350,9 +460,12 @@ AttentionReport check_attention(const KernelPlan& plan, const Kernel& kernel, co
     setup_int8(call, plan, c, b, i8, rng);
   } else if (plan.paged) {
     setup_paged(call, plan, c, b, [&](const KvCacheStrides& strides) {
-      fill_paged_cache(call, strides, b, k, v, d, dv);
-      bind_kv_cache(call.args, strides, call.cache.as());
+      const int elem_bytes = fp8 ? 1 : 2;
+      fill_paged_cache(call, strides, b, k, v, d, dv, elem_bytes);
+      bind_kv_cache(call.args, strides, call.cache.as(), elem_bytes);
     }, rng);
+    if (mla) a.v = nullptr;  // V is read from k's rows; the V plane the layout also holds is never read
+    if (fp8) setup_fp8_scales(call, c, b, hkv, d, dv, k, v, rng);  // after the cache holds the bytes
   } else {
     call.k = upload(k.bits);
     call.v = upload(v.bits);

@@ -19,6 +19,9 @@ namespace attnc {
 
 class Kernel;
 
+enum class Fp8Scales { per_tensor, descale, both };
+const char* to_string(Fp8Scales);
+
 struct AttentionCase {
   // Query lengths per request. Decode: empty = one token per request, passed without
   // cu_seqlens_q (plain decode); non-empty = cu_query_lens (multi-token / speculative decode).
@@ -46,6 +49,12 @@ struct AttentionCase {
   int timing_reps = 0;        // > 0: time this many launches after warm-up
   int timeout_ms = 0;         // > 0: give up waiting for the checked launch after this long (GpuTimeout)
   double atol = 1.5e-2, rtol = 1e-2;
+  bool q_pe_apart = false;    // mla_decode: q_nope [.., 512] and q_pe [.., 64] as two tensors
+
+  // fp8 caches (the plan reads kv_cache fp8_e4m3 / fp8_e5m2): the stored bytes are fp8(N(0, 1)) and
+  // the reference reads byte * factor, the factor from the per-tensor scales k_scale/v_scale [1],
+  // FlashAttention-3's descales [batch, Hkv] (stored with a padded batch stride), or both.
+  Fp8Scales fp8_scales = Fp8Scales::per_tensor;
   // int8 specs (check/int8_inputs.h): q scales as the int8 fork's [Hq, total_q] instead of
   // [total_q, Hq].
   bool q_scale_head_major = false;

@@ -63,6 +63,27 @@ void reference_merge(int T, int H, int D, LseBase base, const std::vector<double
   }
 }
 
+void reference_lse_correct(int T, int H, int D, int N, int rank, LseBase base, const std::vector<double>& partial,
+                           const std::vector<double>& lses, std::vector<double>& out, std::vector<double>& out_lse) {
+  out.assign(size_t(T) * H * D, 0.0);
+  out_lse.assign(size_t(T) * H, -kInf);
+  const bool two = base == LseBase::two;
+  auto clean = [](double x) { return std::isnan(x) || x == kInf ? -kInf : x; };
+  for (size_t th = 0; th < size_t(T) * H; ++th) {
+    double m = -kInf;
+    for (int r = 0; r < N; ++r) m = std::max(m, clean(lses[r * size_t(T) * H + th]));
+    if (m == -kInf) continue;  // no rank saw a key: 0, -inf
+    double sum = 0;
+    for (int r = 0; r < N; ++r) sum += two ? std::exp2(clean(lses[r * size_t(T) * H + th]) - m)
+                                           : std::exp(clean(lses[r * size_t(T) * H + th]) - m);
+    const double lse = m + (two ? std::log2(sum) : std::log(sum));
+    const double own = clean(lses[rank * size_t(T) * H + th]) - lse;
+    const double w = two ? std::exp2(own) : std::exp(own);
+    for (int d = 0; d < D; ++d) out[th * D + d] = w == 0 ? 0.0 : partial[th * D + d] * w;
+    out_lse[th] = lse;
+  }
+}
+
 std::uint8_t fp8_e4m3_from_float(float x) { return encode_fp8(x, 3, 7, 448.0); }
 std::uint8_t fp8_e5m2_from_float(float x) { return encode_fp8(x, 2, 15, 57344.0); }
 

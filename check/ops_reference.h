@@ -1,4 +1,5 @@
-// CPU references for the op families: merge_attn_states in float64 (both LSE bases), and
+// CPU references for the op families: merge_attn_states and DCP's LSE correction in float64 (both
+// LSE bases), and
 // reshape_and_cache_flash exactly, with a software fp8 encoder (round to nearest even, saturating
 // to the largest finite value) that the GPU must match bit for bit. The oracle for the GPU tests.
 #pragma once
@@ -16,6 +17,12 @@ namespace attnc {
 void reference_merge(int num_tokens, int num_heads, int head_size, LseBase base, const std::vector<double>& prefix,
                      const std::vector<double>& prefix_lse, const std::vector<double>& suffix,
                      const std::vector<double>& suffix_lse, std::vector<double>& out, std::vector<double>& out_lse);
+
+// Decode context parallelism's LSE correction (LseCorrectParams): partial/out [T, H, D], lses
+// [N, T, H], out_lse [T, H]. NaN and +inf LSEs count as -inf; a rank with no weight gives 0.
+void reference_lse_correct(int num_tokens, int num_heads, int head_size, int world_size, int rank, LseBase base,
+                           const std::vector<double>& partial, const std::vector<double>& lses,
+                           std::vector<double>& out, std::vector<double>& out_lse);
 
 // float -> fp8 byte: round to nearest even, |x| beyond the largest finite value (and +-inf) saturate
 // to it, sign kept (-0 -> 0x80), NaN -> 0x7f. e4m3 (e4m3fn): bias 7, max 448, no infinities.

@@ -41,6 +41,7 @@ void reference_attention(const ReferenceOptions& opt, const std::vector<int>& cu
           if (opt.causal && j > diag) allowed = false;
           if (opt.window_left >= 0 && j < diag - opt.window_left) allowed = false;
           if (opt.window_right >= 0 && j > diag + opt.window_right) allowed = false;
+          if (opt.sparse.enabled && !sparse_visible(opt.sparse, diag, j, h)) allowed = false;
           if (!allowed) { s[j] = ninf; continue; }
           const double* kj = &k[(size_t(cu_k[b] + j) * Hkv + hk) * D];
           double dot = 0;

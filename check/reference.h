@@ -1,12 +1,14 @@
 // Float64 CPU reference attention: the oracle for GPU tests, `attnc run` and the tuner's gate.
 // Implements attention-semantics.md §1 exactly (softcap before bias and mask, bottom-right
-// aligned causal and window masks, ALiBi and sqrt-ALiBi, sinks, LSE); a fully masked row gives
+// aligned causal and window masks, ALiBi and sqrt-ALiBi, sinks, LSE) and §7.4 (block-sparse
+// pattern, check/block_sparse_reference.h); a fully masked row gives
 // zeros and LSE -inf.
 #pragma once
 
 #include <vector>
 
 #include "attnc/params/kinds.h"
+#include "check/block_sparse_reference.h"
 
 namespace attnc {
 
@@ -25,6 +27,7 @@ struct ReferenceOptions {
   const std::vector<double>* sinks = nullptr;         // [Hq], raw logits
   int head_begin = 0, head_end = -1;                  // q heads to compute (-1: all); others untouched
   int row_begin = 0, row_end = -1;                    // query rows within each request (-1: all)
+  SparsePattern sparse;                               // block-sparse keys (with causal), when enabled
 };
 
 // Tensors are dense, row-major: q [total_q, Hq, D], k [total_k, Hkv, D], v [total_k, Hkv, Dv].

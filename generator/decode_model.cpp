@@ -35,8 +35,9 @@ namespace {
 double predict_with_slots(const KernelPlan& plan, const SplitShape& call, int num_splits, long long slots,
                           const DecodeModel& m) {
   const Config& c = plan.config;
-  const double key_bytes = 2.0 * (plan.head_dim + plan.head_dim_v);  // one key's K and V row, one kv head
-  const long long blocks = (long long)call.batch * plan.spec.num_kv_heads * row_blocks(plan, call.max_seqlen_q);
+  // One key's K and V row, one kv head (fp8 caches: a byte per element).
+  const double key_bytes = double(kv_cache_elem_bytes(plan.spec)) * (plan.head_dim + plan.head_dim_v);
+  const long long blocks = (long long)call.batch * plan.kv_heads() * row_blocks(plan, call.max_seqlen_q);
   const long long tiles = ceil_div(call.max_seqlen_k, c.block_n);
   const long long tiles_per_block = ceil_div(tiles, num_splits);
   const double block_bytes = double(tiles_per_block) * c.block_n * key_bytes;

@@ -30,7 +30,7 @@ long long row_blocks(const KernelPlan& plan, int max_seqlen_q) {
 int choose_num_splits(const KernelPlan& plan, int batch, int max_seqlen_q, int max_seqlen_k, int num_sms) {
   if (!plan.split_kv || max_seqlen_k <= 0 || num_sms <= 0) return 1;
   if (plan.family == "decode_bw") return best_decode_splits(plan, {batch, max_seqlen_q, max_seqlen_k, batch, num_sms});
-  const int heads = plan.pack_gqa ? plan.spec.num_kv_heads : plan.spec.num_q_heads;
+  const int heads = plan.pack_gqa ? plan.kv_heads() : plan.spec.num_q_heads;
   const double tiles = double(batch) * heads * row_blocks(plan, max_seqlen_q);
   const int n_blocks = (max_seqlen_k + plan.config.block_n - 1) / plan.config.block_n;
   if (tiles >= 0.8 * num_sms || n_blocks <= 1) return 1;

@@ -127,6 +127,22 @@ typedef struct attnc_call {
   int total_k; /* rows of contiguous k and v; -1 (attnc_call_init): unknown. prefill_sm90 reads K/V
                   through TMA and needs it (or host cu_seqlens_k); without it a prefill on sm_90a
                   runs on prefill_sm80, at about 0.4x the speed */
+  /* MLA decode (an mla spec's decode kernel, mla_decode): q is [total_q, Hq, 576], or q_nope
+     [total_q, Hq, 512] with q_pe [total_q, Hq, 64] here (strides 0: contiguous); k is the latent
+     cache [num_blocks, page_size, 576] (page_size a multiple of 64) and v NULL or k. */
+  const void* q_pe;
+  long long q_pe_row_stride, q_pe_head_stride;
+  /* fp8 paged caches (spec kv_cache.dtype fp8_e4m3 / fp8_e5m2; k, v and their strides in bytes):
+     element = stored byte * k_scale[0] * k_descale[b * batch_stride + kv_head * head_stride], V
+     alike. Each optional (NULL: 1), device fp32: k_scale/v_scale [1] (what cache_write divided
+     by), k_descale/v_descale FlashAttention-3's [batch, Hkv] (strides in floats; -1 from
+     attnc_call_init: contiguous; 0 broadcasts). */
+  const float* k_scale;
+  const float* v_scale;
+  const float* k_descale;
+  const float* v_descale;
+  long long k_descale_batch_stride, k_descale_head_stride;
+  long long v_descale_batch_stride, v_descale_head_stride;
   /* int8 quant modes (int8_qkv, int8_qk): q and k are int8 (v too for int8_qkv); NULL otherwise. */
   const float* q_scale;          /* per token and q head: [total_q, Hq] (strides 0, 0) or any (row, head) strides,
                                     e.g. 1, total_q for the int8 fork's [Hq, total_q] */
@@ -204,7 +220,7 @@ ATTNC_API int attnc_attention_workspace_needed_splits(attnc_attention* attention
                                                       int max_seqlen_q, int max_seqlen_k, int max_num_splits,
                                                       size_t* bytes);
 
-/* ---- Ops of the same layer: merge, cache write, cascade ----
+/* ---- Ops of the same layer: merge, cache write, cascade, DCP's LSE correction ----
  * Built from the spec's dims and dtypes (whether or not its `kernels:` list names them): the first
  * call builds (memory -> SQLite -> NVRTC) and loads the kernel, later calls check and launch on
  * `stream` without allocating (capturable once warm). Strides are in elements; 0 = contiguous. */
@@ -304,12 +320,54 @@ typedef struct attnc_cascade {
   const int* host_block_table;
 } attnc_cascade;
 
+/* Decode context parallelism's LSE correction (vLLM's cp_lse_ag_out_rs between its all-gather and
+ * its reduce-scatter; docs/dcp.md), on the layer of the gathered query heads
+ * (attnc_attention_dcp_context_yaml). `partial` is this rank's attention over its shard of the
+ * keys, `lses` the LSEs of all world_size ranks (an all-gather). Writes
+ *   lse = log(sum_r exp(lses[r])),  output = partial * exp(lses[rank] - lse)
+ * per (token, head) (NaN and +inf LSEs count as -inf; a weight of 0 writes 0) and, when output_lse
+ * is set, lse. Output head h goes to chunk h / heads_per_chunk: by default the output is
+ * [num_heads / heads_per_chunk, num_tokens, heads_per_chunk, head_size], ready for a
+ * reduce-scatter over heads. */
+typedef struct attnc_lse_correct {
+  size_t struct_size; /* sizeof(attnc_lse_correct), set before attnc_lse_correct_init */
+  void* output;       /* may be partial itself (same strides, heads_per_chunk = num_heads) */
+  const void* partial; /* [num_tokens, num_heads, head_size] in the spec's dtype */
+  const float* lses;   /* [world_size, num_tokens, num_heads] by default */
+  float* output_lse;   /* optional; [num_heads, num_tokens] by default */
+  int num_tokens;
+  int num_heads;  /* 0: the spec's num_q_heads */
+  int head_size;  /* 0: the spec's head_dim_v; a multiple of 8 */
+  int world_size; /* N >= 1 */
+  int rank;       /* 0 <= rank < N */
+  int heads_per_chunk; /* divides num_heads; 0: num_heads (one chunk, the plain layout) */
+  long long output_row_stride, output_head_stride, output_chunk_stride;
+  long long partial_row_stride, partial_head_stride;
+  /* Float strides, all three given or all 0. */
+  long long lses_rank_stride, lses_token_stride, lses_head_stride;
+  long long output_lse_token_stride, output_lse_head_stride;
+  int lse_base; /* attnc_lse_base of lses and output_lse */
+} attnc_lse_correct;
+
 ATTNC_API int attnc_merge_init(attnc_merge* merge);
+ATTNC_API int attnc_lse_correct_init(attnc_lse_correct* correct);
 ATTNC_API int attnc_cache_write_init(attnc_cache_write* write);
 ATTNC_API int attnc_cascade_init(attnc_cascade* cascade);
 
 ATTNC_API int attnc_attention_merge(attnc_attention* attention, const attnc_merge* merge, void* stream);
 ATTNC_API int attnc_attention_cache_write(attnc_attention* attention, const attnc_cache_write* write, void* stream);
+ATTNC_API int attnc_attention_lse_correct(attnc_attention* attention, const attnc_lse_correct* correct, void* stream);
+/* Decode context parallelism (docs/dcp.md): the YAML of the layer a rank's context pass runs, for
+ * `attention` as the rank's own layer (H_local query heads): world_size * H_local query heads, no
+ * mask, the LSE returned, kernels [decode]. ATTNC_ERR_NOT_SUPPORTED for what a shard cannot compute
+ * (ALiBi, sliding windows, sinks, block sparsity, MLA); ATTNC_ERR_BUFFER_TOO_SMALL as
+ * attnc_attention_spec_json. No GPU needed. */
+ATTNC_API int attnc_attention_dcp_context_yaml(attnc_attention* attention, int world_size, char* yaml,
+                                               size_t yaml_size);
+/* vLLM's get_dcp_local_seq_lens on host arrays: how many of each request's seq_lens[i] tokens
+ * `rank` holds when token t lives on rank (t / interleave) % world_size. */
+ATTNC_API int attnc_dcp_local_seq_lens(int world_size, int rank, int interleave, const int* seq_lens, int count,
+                                       int* local_seq_lens);
 /* Refused for specs with ALiBi or a sliding window (ATTNC_ERR_BAD_CALL). */
 ATTNC_API int attnc_attention_cascade(attnc_attention* attention, const attnc_cascade* cascade, void* stream);
 /* Bytes of workspace a cascade call of num_tokens needs (no GPU needed). */

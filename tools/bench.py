@@ -3,7 +3,9 @@
 # `attnc tune`), attnc untuned (the dispatcher's heuristic), torch SDPA (cuDNN and flash backends)
 # and FlexAttention, on the shapes of shared/reference/h200-anchors.md. Every figure is a median of
 # triton's do_bench (the anchors' method); ratios are to cuDNN measured in this same run. Also the
-# JIT figures: cold compile per variant, first call of a new spec, warm load from SQLite.
+# JIT figures: cold compile per variant, first call of a new spec, warm load from SQLite. And the
+# block-sparse row: Phi-3-small's pattern beside attnc dense causal and FlexAttention with the same
+# block mask (docs/kernels-block-sparse.md).
 # Run through tools/bench (which tunes first); writes bench.json and bench.md to --out.
 """attnc side by side with cuDNN, FlashAttention-2 and FlexAttention on the anchor shapes."""
 import argparse
@@ -25,44 +27,107 @@ PREFILL = [(64, False, 4), (64, True, 4), (128, False, 4), (128, True, 4), (256,
 PREFILL_S = 4096
 DECODE = [(64, 8192), (16, 32768), (128, 2048)]
 DECODE_D = 128
+# MLA absorbed decode (issue 13): (B, L, H, unit); FlashMLA's published H800 figures beside them
+# (shared/reference/anchors.md §4.1: 660 TFLOP/s compute-bound, 3000 GB/s memory-bound).
+MLA = [(128, 4096, 128, "TFLOP/s"), (64, 8192, 16, "TB/s")]
+FLASHMLA_H800 = {"TFLOP/s": 660.0, "TB/s": 3.0}
+MLA_SCALE = 0.1352  # DeepSeek-V3's layer scale ((128 + 64) ** -0.5 with its YaRN mscale), not 1/sqrt(576)
+DECODE_FP8 = [(64, 8192)]  # an fp8 e4m3 cache: TB/s of fp8 bytes, and the time against bf16's row
 
 
-def spec_yaml(name, head_dim, causal, kernel, page_size, tuning=None):
-    return "\n".join(([f"tuning: {tuning}"] if tuning else []) + [
+# Phi-3-small's local + vertical-stride pattern (specs/phi-3-small.yaml), step 1, all heads on one rank.
+SPARSE = dict(block_size=64, local_blocks=16, vert_stride=8)
+SPARSE_S, SPARSE_B = 8192, 1
+
+
+def spec_yaml(name, head_dim, causal, kernel, page_size, tuning=None, hq=HQ, hkv=HKV, mask=None, sinks=False,
+              kv_dtype="same", sparse=None):
+    return "\n".join(([f"tuning: {tuning}"] if tuning else []) + (
+        ["block_sparse: {" + ", ".join(f"{k}: {v}" for k, v in sparse.items()) + "}"] if sparse else []) + [
         "version: 1",
         f"name: {name}",
         f"head_dim: {head_dim}",
-        f"num_q_heads: {HQ}",
-        f"num_kv_heads: {HKV}",
+        f"num_q_heads: {hq}",
+        f"num_kv_heads: {hkv}",
         "dtype: bf16",
-        f"kv_cache: {{dtype: same, layout: NHD, page_size: {page_size}}}",
-        f"mask: {'causal' if causal else 'none'}",
+        f"kv_cache: {{dtype: {kv_dtype}, layout: NHD, page_size: {page_size}}}",
+        f"mask: {mask or ('causal' if causal else 'none')}",
+    ] + (["sinks: true"] if sinks else []) + [
         f"kernels: [{kernel}]",
         "",
     ])
 
 
+def mla_spec_yaml(name, heads):
+    return "\n".join([
+        "version: 1", f"name: {name}", f"num_q_heads: {heads}", "dtype: bf16",
+        "kv_cache: {dtype: same, layout: NHD, page_size: 64}", "mask: causal",
+        "lse: {layout: head_major, base: e}",
+        "mla: {kv_lora_rank: 512, qk_rope_head_dim: 64, qk_nope_head_dim: 128, v_head_dim: 128}",
+        "kernels: [decode]", ""])
+
+
+def serving_specs():
+    """Issue 10's serving rows: a varlen batch of mixed lengths, one long request with 64 query
+    heads, and gpt-oss's sliding-window layer (window 128 + sinks) where FlexAttention is the anchor."""
+    lens = torch.randint(130, 7001, (12,), generator=torch.Generator().manual_seed(10)).tolist()
+    return [
+        dict(name="bench-serving-varlen-d128", kind="serving", D=128, causal=True, hq=32, hkv=8, lens=lens),
+        dict(name="bench-serving-long-d128", kind="serving", D=128, causal=True, hq=64, hkv=8, lens=[16384]),
+        dict(name="bench-serving-gptoss-window-sinks", kind="serving", D=64, causal=True, hq=64, hkv=8,
+             lens=[8192], window=128, sinks=True),
+    ]
+
+
 def write_specs(workdir, page_size, only=None, decode_tuning=None):
     """The bench's specs and the one shape each is tuned and measured on."""
     os.makedirs(workdir, exist_ok=True)
+    if only == "mla":
+        specs = []
+        for b, l, h, unit in MLA:
+            name = f"bench-mla-h{h}"
+            s = dict(name=name, kind="mla", B=b, L=l, H=h, unit=unit, path=os.path.join(workdir, name + ".yaml"),
+                     shapes=[dict(kind="decode", batch=b, seqlen_q=1, seqlen_k=l)])
+            with open(s["path"], "w") as f:
+                f.write(mla_spec_yaml(name, h))
+            s["shapes_path"] = os.path.join(workdir, name + ".shapes.json")
+            with open(s["shapes_path"], "w") as f:
+                json.dump(s["shapes"], f)
+            specs.append(s)
+        return specs
     specs = []
     for d, causal, b in PREFILL:
         name = f"bench-prefill-d{d}-{'causal' if causal else 'none'}"
         specs.append(dict(name=name, kind="prefill", D=d, causal=causal, B=b, S=PREFILL_S,
                           shapes=[dict(kind="prefill", batch=b, seqlen_q=PREFILL_S, seqlen_k=PREFILL_S)]))
-    specs.append(dict(name="bench-decode-d128", kind="decode", D=DECODE_D, causal=False,
-                      shapes=[dict(kind="decode", batch=b, seqlen_q=1, seqlen_k=l) for b, l in DECODE]))
+    for name, kv, shapes in (("bench-decode-d128", "same", DECODE), ("bench-decode-d128-fp8e4m3", "fp8_e4m3", DECODE_FP8)):
+        specs.append(dict(name=name, kind="decode", D=DECODE_D, causal=False, kv_dtype=kv,
+                          shapes=[dict(kind="decode", batch=b, seqlen_q=1, seqlen_k=l) for b, l in shapes]))
+    for s in serving_specs():
+        s["shapes"] = [dict(kind="prefill", batch=len(s["lens"]), seqlen_q=max(s["lens"]), seqlen_k=max(s["lens"]))]
+        specs.append(s)
+    specs.append(dict(name="bench-sparse-phi3-d128", kind="sparse", D=128, causal=True, B=SPARSE_B, S=SPARSE_S,
+                      shapes=[dict(kind="prefill", batch=SPARSE_B, seqlen_q=SPARSE_S, seqlen_k=SPARSE_S)]))
     specs = [s for s in specs if not only or s["kind"] == only]
     for s in specs:
+        kernel = "decode" if s["kind"] == "decode" else "prefill"
+        mask = f"{{kind: sliding_window, left: {s['window'] - 1}, right: 0}}" if s.get("window") else None
+        layer = dict(hq=s.get("hq", HQ), hkv=s.get("hkv", HKV), mask=mask, sinks=s.get("sinks", False))
         s["path"] = os.path.join(workdir, s["name"] + ".yaml")
+        kernel = "decode" if s["kind"] == "decode" else "prefill"
         with open(s["path"], "w") as f:
-            f.write(spec_yaml(s["name"], s["D"], s["causal"], s["kind"], page_size,
-                              decode_tuning if s["kind"] == "decode" else None))
-        if s["kind"] == "prefill":  # the same layer held to prefill_sm80 (its heuristic): one column per family
+            f.write(spec_yaml(s["name"], s["D"], s["causal"], kernel, page_size,
+                              decode_tuning if s["kind"] == "decode" else None, kv_dtype=s.get("kv_dtype", "same"),
+                              sparse=SPARSE if s["kind"] == "sparse" else None, **layer))
+        if s["kind"] == "sparse":  # the same layer dense (Phi-3-small's every other layer)
+            s["dense_path"] = os.path.join(workdir, s["name"] + "-dense.yaml")
+            with open(s["dense_path"], "w") as f:
+                f.write(spec_yaml(s["name"] + "-dense", s["D"], True, "prefill", page_size))
+        if s["kind"] in ("prefill", "serving"):  # the same layer held to prefill_sm80 (its heuristic): one column per family
             s["sm80_path"] = os.path.join(workdir, s["name"] + "-sm80.yaml")
             with open(s["sm80_path"], "w") as f:
-                f.write(spec_yaml(s["name"] + "-sm80", s["D"], s["causal"], s["kind"], page_size,
-                                  "{families: [prefill_sm80]}"))
+                f.write(spec_yaml(s["name"] + "-sm80", s["D"], s["causal"], kernel, page_size,
+                                  "{families: [prefill_sm80]}", **layer))
         s["shapes_path"] = os.path.join(workdir, s["name"] + ".shapes.yaml")
         with open(s["shapes_path"], "w") as f:
             for sh in s["shapes"]:
@@ -101,6 +166,20 @@ def stream():
     return torch.cuda.current_stream().cuda_stream
 
 
+def run_attnc(row, spec, db, call, qa, ref, unit_of_ms, select):
+    """attnc's prefill columns: tuned (when there is a db), heuristic, and the prefill_sm80 family;
+    each with its config and its largest difference from `ref`."""
+    runs = (("attnc_tuned", spec["path"], True), ("attnc_heuristic", spec["path"], False)) if db else \
+        (("attnc_heuristic", spec["path"], False),)
+    for label, path, tuned in runs + (("attnc_sm80", spec["sm80_path"], False),):
+        a = attnc.Attention(path, db=db or "none", use_tuning=tuned)
+        o = torch.empty_like(qa)
+        row[label] = unit_of_ms(bench_ms(lambda: call(a, o)))
+        row[label + "_config"] = a.select(*select)
+        if ref is not None:
+            row[label + "_max_diff"] = (o.float() - ref.float()).abs().max().item()
+
+
 def prefill_rows(spec, db, flex, block_mask_fn):
     B, S, D, causal = spec["B"], spec["S"], spec["D"], spec["causal"]
     g = torch.Generator(device="cuda").manual_seed(0)
@@ -121,15 +200,8 @@ def prefill_rows(spec, db, flex, block_mask_fn):
     with sdpa_kernel([SDPBackend.CUDNN_ATTENTION]):
         ref = F.scaled_dot_product_attention(q, kr, vr, is_causal=causal)
     ref = ref.transpose(1, 2).reshape(B * S, HQ, D)
-    runs = (("attnc_tuned", spec["path"], True), ("attnc_heuristic", spec["path"], False)) if db else \
-        (("attnc_heuristic", spec["path"], False),)
-    for label, path, tuned in runs + (("attnc_sm80", spec["sm80_path"], False),):
-        a = attnc.Attention(path, db=db or "none", use_tuning=tuned)
-        o = torch.empty_like(qa)
-        fn = lambda: a.prefill(qa, ka, va, cu, cu, S, S, out=o, stream=stream())
-        row[label] = tf(bench_ms(fn))
-        row[label + "_config"] = a.select("prefill", B, S, S)
-        row[label + "_max_diff"] = (o.float() - ref.float()).abs().max().item()
+    run_attnc(row, spec, db, lambda a, o: a.prefill(qa, ka, va, cu, cu, S, S, out=o, stream=stream()),
+              qa, ref, tf, ("prefill", B, S, S))
     row["cudnn"] = tf(sdpa_ms(SDPBackend.CUDNN_ATTENTION,
                               lambda: F.scaled_dot_product_attention(q, kr, vr, is_causal=causal)))
     row["flash"] = tf(sdpa_ms(SDPBackend.FLASH_ATTENTION,
@@ -142,6 +214,145 @@ def prefill_rows(spec, db, flex, block_mask_fn):
         torch.cuda.synchronize()
         row["flex_compile_s"] = time.time() - t0
         row["flex"] = tf(bench_ms(fn))
+    return row
+
+
+def visited_keys(lens, causal, window=None):
+    """Sum over query rows of the keys each attends to (the FLOP count's S^2 term)."""
+    total = 0
+    for n in lens:
+        if window:
+            w = min(window, n)
+            total += w * (w + 1) // 2 + (n - w) * w
+        else:
+            total += n * (n + 1) // 2 if causal else n * n
+    return total
+
+
+def serving_rows(spec, db, flex, block_mask_fn):
+    """A serving row: varlen [tokens, heads, dim] inputs, attnc's columns as in prefill_rows; cuDNN
+    and FA2 through SDPA one request at a time (SDPA has no varlen), FlexAttention with a document
+    mask over the packed batch; for window + sinks only FlexAttention (sinks applied from its LSE)."""
+    lens, D, hq, hkv = spec["lens"], spec["D"], spec["hq"], spec["hkv"]
+    window, sinks = spec.get("window"), spec.get("sinks", False)
+    total = sum(lens)
+    g = torch.Generator(device="cuda").manual_seed(0)
+    qa = torch.randn(total, hq, D, dtype=torch.bfloat16, device="cuda", generator=g)
+    ka = torch.randn(total, hkv, D, dtype=torch.bfloat16, device="cuda", generator=g)
+    va = torch.randn(total, hkv, D, dtype=torch.bfloat16, device="cuda", generator=g)
+    sink = torch.randn(hq, dtype=torch.float32, device="cuda", generator=g) if sinks else None
+    cu = torch.tensor([0] + lens, dtype=torch.int32, device="cuda").cumsum(0, dtype=torch.int32)
+    flops = 4 * hq * D * visited_keys(lens, spec["causal"], window)
+    tf = lambda ms: flops / ms / 1e9 if ms else None
+    name = spec["name"].replace("bench-serving-", "")
+    row = dict(shape=f"serving {name} d{D} Hq{hq} Hkv{hkv} " +
+               (f"B{len(lens)} lens {min(lens)}..{max(lens)}" if len(lens) > 1 else f"B1 S{lens[0]}"),
+               unit="TFLOP/s")
+    # [1, H, total, D] views for SDPA / Flex; per request: slices along the sequence axis.
+    q4, k4, v4 = (x.transpose(0, 1).unsqueeze(0) for x in (qa, ka, va))
+    starts = [0] + list(torch.tensor(lens).cumsum(0).tolist())
+    def sdpa_all(out=None):
+        for i, n in enumerate(lens):
+            a, b = starts[i], starts[i] + n
+            o = F.scaled_dot_product_attention(q4[:, :, a:b], k4[:, :, a:b], v4[:, :, a:b], is_causal=True,
+                                               enable_gqa=True)
+            if out is not None:
+                out[a:b] = o[0].transpose(0, 1)
+    ref = None
+    if not window:
+        ref = torch.empty_like(qa)
+        with sdpa_kernel([SDPBackend.CUDNN_ATTENTION]):
+            sdpa_all(ref)
+        row["cudnn"] = tf(sdpa_ms(SDPBackend.CUDNN_ATTENTION, sdpa_all))
+        row["flash"] = tf(sdpa_ms(SDPBackend.FLASH_ATTENTION, sdpa_all))
+    if flex:
+        doc = torch.repeat_interleave(torch.arange(len(lens), device="cuda"), torch.tensor(lens, device="cuda"))
+        def mask(b, h, i, j):
+            m = (doc[i] == doc[j]) & (i >= j)
+            return m & (i - j < window) if window else m
+        t0 = time.time()
+        bm = block_mask_fn(mask, None, None, total, total)
+        def flex_call():
+            if not sinks:
+                return flex(q4, k4, v4, block_mask=bm, enable_gqa=True)
+            o, lse = flex(q4, k4, v4, block_mask=bm, enable_gqa=True, return_lse=True)
+            return o * torch.sigmoid(lse - sink[None, :, None])[..., None].to(o.dtype)
+        o = flex_call()
+        torch.cuda.synchronize()
+        row["flex_compile_s"] = time.time() - t0
+        row["flex"] = tf(bench_ms(flex_call))
+        if ref is None:
+            ref = o[0].transpose(0, 1).contiguous()
+    extra = dict(sinks=sink) if sinks else {}
+    run_attnc(row, spec, db, lambda a, o: a.prefill(qa, ka, va, cu, cu, max(lens), max(lens), out=o,
+                                                       stream=stream(), **extra),
+              qa, ref, tf, ("prefill", len(lens), max(lens), max(lens)))
+    return row
+
+
+def sparse_mask_mod(b, h, q_idx, kv_idx):
+    """Phi-3-small's pattern at token level (attention-semantics.md §7.4), head sliding step 1."""
+    qb, kb = q_idx // SPARSE["block_size"], kv_idx // SPARSE["block_size"]
+    return (q_idx >= kv_idx) & ((qb - kb < SPARSE["local_blocks"]) | ((kb + h + 1) % SPARSE["vert_stride"] == 0))
+
+
+def sparse_pairs(S):
+    """Visible (query, key) pairs per head, averaged over the q heads."""
+    bs, nb = SPARSE["block_size"], S // SPARSE["block_size"]
+    total = 0
+    for h in range(HQ):
+        for qb in range(nb):
+            for kb in range(qb + 1):
+                if qb - kb < SPARSE["local_blocks"] or (kb + h + 1) % SPARSE["vert_stride"] == 0:
+                    total += bs * (bs + 1) // 2 if kb == qb else bs * bs
+    return total / HQ
+
+
+def sparse_rows(spec, db, flex, block_mask_fn):
+    """attnc block-sparse, attnc dense causal and FlexAttention with the same block mask, in ms."""
+    B, S, D = spec["B"], spec["S"], spec["D"]
+    g = torch.Generator(device="cuda").manual_seed(0)
+    q = torch.randn(B, HQ, S, D, dtype=torch.bfloat16, device="cuda", generator=g)
+    k = torch.randn(B, HKV, S, D, dtype=torch.bfloat16, device="cuda", generator=g)
+    v = torch.randn(B, HKV, S, D, dtype=torch.bfloat16, device="cuda", generator=g)
+    qa = q.transpose(1, 2).reshape(B * S, HQ, D).contiguous()
+    ka = k.transpose(1, 2).reshape(B * S, HKV, D).contiguous()
+    va = v.transpose(1, 2).reshape(B * S, HKV, D).contiguous()
+    cu = torch.arange(0, (B + 1) * S, S, dtype=torch.int32, device="cuda")
+    row = dict(shape=f"block-sparse {SPARSE['block_size']}/{SPARSE['local_blocks']}/{SPARSE['vert_stride']} "
+                     f"d{D} causal B{B} S{S}", unit="ms",
+               sparse_tflop=4 * B * HQ * D * sparse_pairs(S) / 1e12)
+    outs = {}
+    runs = [("attnc_sparse_heuristic", spec["path"], False), ("attnc_dense_causal", spec["dense_path"], False)]
+    if db:
+        runs.insert(0, ("attnc_sparse_tuned", spec["path"], True))
+    for label, path, tuned in runs:
+        a = attnc.Attention(path, db=db or "none", use_tuning=tuned)
+        o = torch.empty_like(qa)
+        row[label] = bench_ms(lambda: a.prefill(qa, ka, va, cu, cu, S, S, out=o, stream=stream()))
+        row[label + "_config"] = a.select("prefill", B, S, S)
+        outs[label] = o.view(B, S, HQ, D).transpose(1, 2)
+    if flex:
+        t0 = time.time()
+        bm = None
+        for block in ((128, 64), 128):  # the sparse block as Flex's KV block where it takes it
+            try:
+                bm = block_mask_fn(sparse_mask_mod, None, HQ, S, S, BLOCK_SIZE=block)
+                fn = lambda: flex(q, k, v, block_mask=bm, enable_gqa=True)
+                ref = fn()
+                row["flex_block_size"] = str(block)
+                break
+            except Exception as e:
+                print(f"  Flex BLOCK_SIZE={block}: {str(e)[:160]}", flush=True)
+        if "flex_block_size" in row:
+            torch.cuda.synchronize()
+            row["flex_compile_s"] = time.time() - t0
+            row["flex"] = bench_ms(fn)
+            for label, o in outs.items():  # attnc sparse against Flex: the same pattern, two implementations
+                row[label + "_vs_flex_max_diff"] = (o.float() - ref.float()).abs().max().item()
+    for label in ("attnc_sparse_tuned", "attnc_sparse_heuristic"):
+        if row.get(label):
+            row[label + "_tflops"] = row["sparse_tflop"] / (row[label] / 1e3)
     return row
 
 
@@ -158,40 +369,53 @@ def paged_cache(k, page_size, num_blocks_extra=64):
 
 
 def decode_rows(spec, db, page_size, flex):
+    """One row per shape. An fp8 spec's cache holds fp8(x / scale) (reshape_and_cache_flash's
+    rounding) read with that per-tensor scale; its TB/s counts fp8 bytes, and `ms` keeps the times."""
     rows = []
     D = spec["D"]
+    fp8 = spec.get("kv_dtype", "same") != "same"
     a_h = attnc.Attention(spec["path"], db=db or "none", use_tuning=False)
     runs = [("attnc_heuristic", a_h)]
     if db:
         runs.insert(0, ("attnc_tuned", attnc.Attention(spec["path"], db=db, use_tuning=True)))
-    for B, L in DECODE:
+    for sh in spec["shapes"]:
+        B, L = sh["batch"], sh["seqlen_k"]
         torch.manual_seed(0)
         q = torch.randn(B, HQ, 1, D, dtype=torch.bfloat16, device="cuda")
         k = torch.randn(B, HKV, L, D, dtype=torch.bfloat16, device="cuda")
         v = torch.randn_like(k)
-        byt = 2 * k.numel() * 2
+        byt = 2 * k.numel() * (1 if fp8 else 2)
+        ms_of = {}
         tb = lambda ms: byt / ms / 1e9 if ms else None
-        row = dict(shape=f"decode d{D} B{B} L{L} page{page_size}", unit="TB/s")
+        row = dict(shape=f"decode d{D} B{B} L{L} page{page_size}" + (" fp8 e4m3" if fp8 else ""), unit="TB/s",
+                   ms=ms_of)
         with sdpa_kernel([SDPBackend.CUDNN_ATTENTION]):
             ref = F.scaled_dot_product_attention(q, k, v, enable_gqa=True).reshape(B, HQ, D)
         kc, bt = paged_cache(k.transpose(1, 2).contiguous(), page_size)
         vc = torch.zeros_like(kc)
         vc[bt.flatten().long()] = v.transpose(1, 2).reshape(-1, page_size, HKV, D)
+        kw = {}
+        if fp8:
+            scales = [(c.abs().max().float() / 448).reshape(1) for c in (kc, vc)]
+            kc, vc = [(c.float() / s).to(torch.float8_e4m3fn) for c, s in zip((kc, vc), scales)]
+            kw = dict(k_scale=scales[0], v_scale=scales[1])
         qa = q.reshape(B, HQ, D).contiguous()
         used = torch.full((B,), L, dtype=torch.int32, device="cuda")
         for label, a in runs:
             a.reserve(B, L)
             o = torch.empty_like(qa)
-            fn = lambda: a.decode(qa, kc, vc, bt, used, L, out=o, stream=stream())
-            row[label] = tb(bench_ms(fn))
+            fn = lambda: a.decode(qa, kc, vc, bt, used, L, out=o, stream=stream(), **kw)
+            ms_of[label] = bench_ms(fn)
+            row[label] = tb(ms_of[label])
             row[label + "_config"] = a.select("decode", B, 1, L)
             row[label + "_max_diff"] = (o.float() - ref.float()).abs().max().item()
         del kc, vc
-        row["cudnn"] = tb(sdpa_ms(SDPBackend.CUDNN_ATTENTION,
+        ms_of["cudnn"] = sdpa_ms(SDPBackend.CUDNN_ATTENTION,
+                                 lambda: F.scaled_dot_product_attention(q, k, v, enable_gqa=True))
+        row["cudnn"] = None if fp8 else tb(ms_of["cudnn"])  # (cuDNN reads bf16: its time is in `ms`)
+        row["flash"] = None if fp8 else tb(sdpa_ms(SDPBackend.FLASH_ATTENTION,
                                   lambda: F.scaled_dot_product_attention(q, k, v, enable_gqa=True)))
-        row["flash"] = tb(sdpa_ms(SDPBackend.FLASH_ATTENTION,
-                                  lambda: F.scaled_dot_product_attention(q, k, v, enable_gqa=True)))
-        if flex:
+        if flex and not fp8:
             row["flex"] = tb(bench_ms(lambda: flex(q, k, v, enable_gqa=True)))
         rows.append(row)
         print(json.dumps(row), flush=True)
@@ -237,6 +461,36 @@ def fmt(v, d=2):
     return "-" if v is None else f"{v:.{d}f}"
 
 
+def mla_rows(spec, db):
+    """attnc's mla_decode on one MLA bench shape (dispatcher heuristic) beside FlashMLA's published
+    H800 figure; max_diff against an fp32 torch reference of the same call."""
+    B, L, H, unit = spec["B"], spec["L"], spec["H"], spec["unit"]
+    torch.manual_seed(0)
+    q = torch.randn(B, H, 576, dtype=torch.bfloat16, device="cuda")
+    kv = torch.randn(B, L, 1, 576, dtype=torch.bfloat16, device="cuda")
+    cache, bt = paged_cache(kv, 64)
+    cache = cache.reshape(cache.shape[0], 64, 576)
+    used = torch.full((B,), L, dtype=torch.int32, device="cuda")
+    a = attnc.Attention(spec["path"], db=db or "none", use_tuning=False)
+    a.reserve(B, L)
+    o = torch.empty(B, H, 512, dtype=torch.bfloat16, device="cuda")
+    lse = torch.empty(H, B, dtype=torch.float32, device="cuda")
+    fn = lambda: a.mla_decode(q, cache, bt, used, L, MLA_SCALE, out=o, lse=lse, stream=stream())
+    ms = bench_ms(fn)
+    flops = 2.0 * B * H * L * (576 + 512)
+    value = flops / ms / 1e9 if unit == "TFLOP/s" else B * L * 576 * 2 / ms / 1e9
+    diff = 0.0
+    for b in range(0, B, max(1, B // 8)):  # a reference of every eighth request keeps memory small
+        s = torch.einsum("hd,ld->hl", q[b].float(), kv[b, :, 0].float()) * MLA_SCALE
+        ref = torch.softmax(s, -1) @ kv[b, :, 0, :512].float()
+        diff = max(diff, (o[b].float() - ref).abs().max().item())
+    row = dict(shape=f"mla_decode bf16 B{B} L{L} H{H} page64", unit=unit, attnc_heuristic=value, time_ms=ms,
+               attnc_heuristic_config=a.select("decode", B, 1, L), attnc_heuristic_max_diff=diff,
+               flashmla_h800_published=FLASHMLA_H800[unit])
+    print(json.dumps(row), flush=True)
+    return [row]
+
+
 def ratio(a, b):
     return "-" if not a or not b else f"{a / b:.2f}"
 
@@ -245,14 +499,39 @@ def markdown(rows, jit, env):
     lines = [f"Measured {time.strftime('%Y-%m-%d')} on {env['name']} ({env['sms']} SMs), torch {env['torch']}, "
              f"cuDNN {env['cudnn']}; medians of triton do_bench (warm-up 50 ms, 200 ms of repeats).", "",
              "| shape | unit | attnc tuned | attnc heuristic | attnc prefill_sm80 | cuDNN | FA2 (SDPA flash) | "
-             "FlexAttention | tuned / cuDNN | heuristic / cuDNN | tuned / heuristic |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
-    for r in rows:
+             "FlexAttention | tuned / cuDNN | heuristic / cuDNN | tuned / heuristic | tuned / Flex |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in (r for r in rows if r["unit"] != "ms"):
         lines.append(f"| {r['shape']} | {r['unit']} | {fmt(r.get('attnc_tuned'))} | {fmt(r.get('attnc_heuristic'))} "
                      f"| {fmt(r.get('attnc_sm80'))} | {fmt(r.get('cudnn'))} | {fmt(r.get('flash'))} | {fmt(r.get('flex'))} "
                      f"| {ratio(r.get('attnc_tuned'), r.get('cudnn'))} "
                      f"| {ratio(r.get('attnc_heuristic'), r.get('cudnn'))} "
-                     f"| {ratio(r.get('attnc_tuned'), r.get('attnc_heuristic'))} |")
+                     f"| {ratio(r.get('attnc_tuned'), r.get('attnc_heuristic'))} "
+                     f"| {ratio(r.get('attnc_tuned'), r.get('flex'))} |")
+    for r in rows:  # fp8 rows: the time against the bf16 row of the same shape
+        base = next((b for b in rows if r["shape"].endswith(" fp8 e4m3") and b["shape"] == r["shape"][:-9]), None)
+        if base:
+            lines.append("")
+            for label in ("attnc_tuned", "attnc_heuristic"):
+                f8, b16 = r["ms"].get(label), base["ms"].get(label)
+                if f8 and b16:
+                    lines.append(f"- {r['shape']}, {label}: {f8 * 1e3:.1f} us against bf16 {b16 * 1e3:.1f} us: "
+                                 f"{b16 / f8:.2f}x the tokens per second (cuDNN bf16: {r['ms']['cudnn'] * 1e3:.1f} us)")
+    if any(r["shape"].startswith("serving") for r in rows):
+        lines += ["", "Serving rows: cuDNN and FA2 run one SDPA call per request (SDPA has no varlen form); "
+                  "FlexAttention takes the packed batch with a document mask; the window + sinks row has only "
+                  "FlexAttention (sinks applied from its LSE): its anchor is the last column."]
+    sparse = [r for r in rows if r["shape"].startswith("block-sparse")]
+    if sparse:
+        lines += ["", "| block-sparse shape | attnc sparse tuned (ms) | attnc sparse heuristic (ms) | attnc dense causal "
+                  "(ms) | FlexAttention, same block mask (ms) | dense / sparse | Flex / sparse | sparse TFLOP/s (visible) |",
+                  "|---|---|---|---|---|---|---|---|"]
+        for r in sparse:
+            best = min(x for x in (r.get("attnc_sparse_tuned"), r.get("attnc_sparse_heuristic")) if x)
+            lines.append(f"| {r['shape']} | {fmt(r.get('attnc_sparse_tuned'), 3)} | "
+                         f"{fmt(r.get('attnc_sparse_heuristic'), 3)} | {fmt(r.get('attnc_dense_causal'), 3)} | "
+                         f"{fmt(r.get('flex'), 3)} | {ratio(r.get('attnc_dense_causal'), best)} | "
+                         f"{ratio(r.get('flex'), best)} | {fmt(r['sparse_tflop'] / (best / 1e3))} |")
     if jit:
         lines += ["", "| JIT | seconds |", "|---|---|"] + [f"| {j['what']} | {j['seconds']:.3f} |" for j in jit]
     return "\n".join(lines) + "\n"
@@ -266,7 +545,8 @@ def main():
     ap.add_argument("--out", default=os.environ.get("OUT", "."), help="bench.json and bench.md go here")
     ap.add_argument("--page-size", type=int, default=16)
     ap.add_argument("--write-specs", action="store_true", help="only write the specs and shapes, print their paths")
-    ap.add_argument("--only", choices=["prefill", "decode"], help="one kind of rows, without the JIT figures")
+    ap.add_argument("--only", choices=["prefill", "decode", "serving", "mla", "sparse"],
+                    help="one kind of rows, without the JIT figures (mla: MLA absorbed decode)")
     ap.add_argument("--no-flex", action="store_true", help="leave FlexAttention out (its compiles take minutes)")
     ap.add_argument("--decode-tuning", help="the decode spec's `tuning:` map, e.g. '{warps: [4, 8]}'")
     args = ap.parse_args()
@@ -282,11 +562,16 @@ def main():
     env = dict(name=dev.name, sms=dev.multi_processor_count, torch=torch.__version__,
                cudnn=torch.backends.cudnn.version(), attnc=attnc.version())
     print(env, flush=True)
-    flex, block_mask_fn = (None, None) if args.no_flex else flex_fn()
+    flex, block_mask_fn = (None, None) if args.no_flex or args.only == "mla" else flex_fn()
     rows = []
     for s in specs:
-        if s["kind"] == "prefill":
-            rows.append(prefill_rows(s, args.db, flex, block_mask_fn))
+        if s["kind"] in ("prefill", "serving"):
+            rows.append((prefill_rows if s["kind"] == "prefill" else serving_rows)(s, args.db, flex, block_mask_fn))
+            print(json.dumps(rows[-1]), flush=True)
+        elif s["kind"] == "mla":
+            rows += mla_rows(s, args.db)
+        elif s["kind"] == "sparse":
+            rows.append(sparse_rows(s, args.db, flex, block_mask_fn))
             print(json.dumps(rows[-1]), flush=True)
         else:
             rows += decode_rows(s, args.db, args.page_size, flex)

@@ -67,6 +67,7 @@ struct TimingInputs::Impl {
   MeasureOptions options;
   bool paged = false, pass_cu_q = true;
   int total_q = 0, total_k = 0, blocks_per_req = 0, nsets = 0;
+  int kv_bytes = 2;  // bytes per element of K/V (paged fp8 caches: 1)
   std::size_t q_bytes = 0, set_stride = 0, rotated = 0;
   long long q_off = 0, k_off = 0, v_off = 0;  // in bytes within a set (contiguous prefill)
   KvCacheStrides strides;
@@ -80,6 +81,7 @@ struct TimingInputs::Impl {
     const int hq = s.num_q_heads, hkv = s.num_kv_heads, dq = s.head_dim, dv = s.head_dim_v;
     const int B = p.batch, Q = p.max_seqlen_q, K = p.max_seqlen_k;
     paged = kind != KernelKind::prefill;
+    kv_bytes = paged ? kv_cache_elem_bytes(s) : 2;
     pass_cu_q = !(kind == KernelKind::decode && Q == 1);  // plain decode: one token each, no cu_seqlens_q
     total_q = B * Q;
     total_k = B * K;
@@ -89,7 +91,7 @@ struct TimingInputs::Impl {
       blocks_per_req = (K + page_size - 1) / page_size;
       const KvCacheStrides one = kv_cache_strides(layout, 1, page_size, hkv, dq, dv);
       set_stride = align_up(q_bytes);
-      set_bytes = set_stride + std::size_t(B) * blocks_per_req * one.page_elems * 2 * 2;
+      set_bytes = set_stride + std::size_t(B) * blocks_per_req * one.page_elems * 2 * kv_bytes;
     } else {
       k_off = static_cast<long long>(align_up(q_bytes));
       v_off = k_off + static_cast<long long>(align_up(std::size_t(total_k) * hkv * dq * 2));
@@ -111,7 +113,7 @@ struct TimingInputs::Impl {
     fill_random(inputs, s.dtype, 1);
     if (paged) {
       strides = kv_cache_strides(layout, nsets * B * blocks_per_req, page_size, hkv, dq, dv);
-      cache = DeviceBuffer(std::size_t(strides.total_elems) * 2);
+      cache = DeviceBuffer(std::size_t(strides.total_elems) * kv_bytes);  // fp8: random bytes, timing only
       fill_random(cache, s.dtype, 2);
     }
     out = DeviceBuffer(std::size_t(total_q) * hq * dv * 2 + 16);
@@ -160,7 +162,7 @@ struct TimingInputs::Impl {
     const int* m = meta.as<int>();
     if (pass_cu_q) a.cu_seqlens_q = m;
     if (paged) {
-      bind_kv_cache(a, strides, cache.as());
+      bind_kv_cache(a, strides, cache.as(), kv_bytes);
       a.block_table = m + 3 * B + 2 + std::size_t(set) * B * blocks_per_req;
       a.block_table_stride = blocks_per_req;
       a.max_blocks_per_seq = blocks_per_req;
@@ -237,7 +239,8 @@ Timing TimingInputs::time(const KernelPlan& plan, const Kernel& kernel, const Ke
 double problem_throughput(const Spec& s, KernelKind kind, const Problem& p, double time_us) {
   if (time_us <= 0) return 0;
   if (kind == KernelKind::decode) {
-    const double bytes = double(p.batch) * p.max_seqlen_k * s.num_kv_heads * (s.head_dim + s.head_dim_v) * 2;
+    const double bytes =
+        double(p.batch) * p.max_seqlen_k * s.num_kv_heads * (s.head_dim + s.head_dim_v) * kv_cache_elem_bytes(s);
     return bytes / (time_us * 1e-6) / 1e12;
   }
   const std::vector<int> lq(p.batch, p.max_seqlen_q), lk(p.batch, p.max_seqlen_k);

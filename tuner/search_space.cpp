@@ -4,6 +4,7 @@
 
 #include "attnc/params/split_combine_shape.h"
 #include "generator/plan/plan_attention.h"
+#include "generator/plan/plan_mla_decode.h"
 #include "generator/plan/plan_prefill_sm90.h"
 
 namespace attnc {
@@ -102,6 +103,8 @@ std::vector<Config> config_space(const Spec& s, KernelKind kind, const std::stri
 }
 
 int estimate_registers(const Spec& s, KernelKind, const Config& c) {
+  // mla_decode: each consumer holds half of the 512-wide O (128), a 32-key S (16) and addresses.
+  if (c.family == kMlaDecode) return 128 + 16 + 48;
   const int dv = round_up(s.head_dim_v, 16);
   // prefill_sm90's operands come from shared memory through descriptors, not per-thread addresses.
   const int rest = c.family == kPrefillSm90 ? 24 : 48;
@@ -110,6 +113,7 @@ int estimate_registers(const Spec& s, KernelKind, const Config& c) {
 
 int register_limit(const Config& c) {
   if (c.family == kPrefillSm90) return c.block_m == 128 ? 240 : 160;  // what setmaxnreg gives a consumer
+  if (c.family == kMlaDecode) return 240;
   return kMaxRegistersPerThread;
 }
 

@@ -51,11 +51,13 @@ std::string cache_write_traits(const KernelPlan& p) {
 
 }  // namespace
 
-bool is_op_family(const std::string& f) { return f == "merge_states" || f == "cache_write"; }
+bool is_op_family(const std::string& f) { return f == "merge_states" || f == "cache_write" || f == "lse_correct"; }
 
 std::string emit_op_source(const KernelPlan& p, const std::string& entry) {
   if (p.family == "merge_states")
     return emit(p, entry, "merge_states.cuh", "MergeStates", "MergeParams", merge_traits(p));
+  if (p.family == "lse_correct")  // the same traits: the element type only
+    return emit(p, entry, "lse_correct.cuh", "LseCorrect", "LseCorrectParams", merge_traits(p));
   // int8 caches: the fused quantising writer, and the quantiser of queries (and keys) beside it
   // as a second entry, `<entry>_quantize`.
   if (p.family == "cache_write" && p.spec.kv_cache.dtype == KvDType::int8)

@@ -1,4 +1,4 @@
-// Source emission for the op families (merge_states, cache_write); emit.cpp dispatches here.
+// Source emission for the op families (merge_states, cache_write, lse_correct); emit.cpp dispatches here.
 #pragma once
 
 #include <string>

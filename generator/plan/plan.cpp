@@ -13,6 +13,7 @@ const char* to_string(KernelKind k) {
     case KernelKind::decode: return "decode";
     case KernelKind::merge: return "merge";
     case KernelKind::cache_write: return "cache_write";
+    case KernelKind::lse_correct: return "lse_correct";
   }
   return "?";
 }

@@ -14,8 +14,9 @@ namespace attnc {
 
 // prefill: varlen Q/K/V, contiguous K/V. prefill_paged: K/V read from a paged cache. decode: paged,
 // query heads of one kv head packed into the rows of a tile, split-KV with a combine entry.
-// merge: merge_attn_states. cache_write: reshape_and_cache_flash.
-enum class KernelKind { prefill, prefill_paged, decode, merge, cache_write };
+// merge: merge_attn_states. cache_write: reshape_and_cache_flash. lse_correct: decode context
+// parallelism's LSE correction (an op of the layer, never in a spec's `kernels:` list).
+enum class KernelKind { prefill, prefill_paged, decode, merge, cache_write, lse_correct };
 const char* to_string(KernelKind);
 std::vector<KernelKind> kernels_of(const Spec&);
 
@@ -57,6 +58,7 @@ struct KernelPlan {
   bool paged = false;       // K/V from a paged cache
   bool pack_gqa = false;    // rows of a tile are (token, q head of the group) pairs
   bool split_kv = false;    // runtime num_splits > 1 allowed (partials + combine entry)
+  KvDType kv_cache = KvDType::same;  // what the paged K/V hold: 16-bit, or fp8 bytes (fp8_e4m3 / fp8_e5m2)
   Int8Mode int8 = Int8Mode::none;  // int8 Q/K (and V): the spec's int8 quant mode
 
   // Launch shape.
@@ -66,6 +68,8 @@ struct KernelPlan {
   // The parts of the kernel name that identify the compiled code (not the spec): specs that need
   // the same code get the same name, source and cubin.
   std::string variant_name() const;
+  // KV heads the kernel reads: the spec's, except mla_decode's one latent head.
+  int kv_heads() const { return spec.num_q_heads / group; }
 };
 
 // The heuristic default for a spec and kind (what runs before any tuning).

@@ -1,8 +1,10 @@
 #include "generator/plan/plan_attention.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <vector>
 
+#include "generator/plan/plan_mla_decode.h"
 #include "generator/plan/plan_prefill_sm90.h"
 #include "generator/spec/spec_parse.h"
 
@@ -10,7 +12,7 @@ namespace attnc {
 namespace {
 
 bool is_attention_family(const std::string& f) {
-  return f == "prefill_sm80" || f == "decode_split" || f == "decode_bw" || f == kPrefillSm90;
+  return f == "prefill_sm80" || f == "decode_split" || f == "decode_bw" || f == kPrefillSm90 || f == kMlaDecode;
 }
 
 std::string family_list(KernelKind kind) {
@@ -19,26 +21,43 @@ std::string family_list(KernelKind kind) {
   return out;
 }
 
-// The families that make a kind. prefill_sm90 is planned for every kind: its planner refuses what
-// it cannot make with the reason (NotSupportedYet), e.g. paged prefill or decode.
+// The families that make a kind. prefill_sm90 and mla_decode are planned for every kind: their
+// planners refuse what they cannot make with the reason (NotSupportedYet), e.g. paged prefill, or
+// anything but the decode of an MLA spec.
 bool makes(const std::string& family, KernelKind kind) {
   const std::vector<std::string> fs = attention_families(kind);
-  return family == kPrefillSm90 || std::find(fs.begin(), fs.end(), family) != fs.end();
+  return family == kPrefillSm90 || family == kMlaDecode || std::find(fs.begin(), fs.end(), family) != fs.end();
 }
 
 // What the attention templates cannot express yet; each line names the feature.
 void check_supported(const Spec& s, KernelKind kind) {
   if (s.mla.enabled && kind == KernelKind::decode)
-    throw NotSupportedYet("MLA absorbed decode (latent K/V aliasing; no mla_decode family yet)");
-  if (s.sparse.enabled) throw NotSupportedYet("block-sparse attention (no sparse_prefill family yet)");
+    throw NotSupportedYet("MLA absorbed decode on this family (latent K/V aliasing); mla_decode makes it");
   if (s.quant == QuantMode::fp8)
     throw NotSupportedYet(std::string("quant ") + to_string(s.quant) + " (no quantised family yet)");
-  if (kind != KernelKind::prefill && s.kv_cache.dtype != KvDType::same && s.kv_cache.dtype != KvDType::int8)
-    throw NotSupportedYet(std::string("reading a ") + to_string(s.kv_cache.dtype) +
-                          " KV cache (attention reads 16-bit caches; cache_write stores fp8)");
+  if (kind != KernelKind::prefill && s.kv_cache.dtype == KvDType::int8 && int8_mode(s) == Int8Mode::none)
+    throw NotSupportedYet("reading an int8 KV cache without an int8 quant mode (int8_qkv, int8_qk read it)");
   for (int d : {s.head_dim, s.head_dim_v})
     if (d % 8 != 0 || d < 8 || d > 256)
       throw NotSupportedYet("head dim " + std::to_string(d) + " (supported: multiples of 8 up to 256)");
+}
+
+// An fp8 cache read by a paged kernel (prefill_paged, decode): 16 fp8 bytes per copy and the fp8
+// cvt (sm_89 on); prefill_sm90 has no fp8 path (it refuses paged kernels anyway).
+bool reads_fp8(const Spec& s, KernelKind kind) {
+  return kind != KernelKind::prefill && (s.kv_cache.dtype == KvDType::fp8_e4m3 || s.kv_cache.dtype == KvDType::fp8_e5m2);
+}
+
+void check_fp8(const Spec& s, const Config& c, const ArchInfo& arch) {
+  const std::string what = std::string("reading a ") + to_string(s.kv_cache.dtype) + " KV cache";
+  if (arch.major * 10 + arch.minor < 89)
+    throw NotSupportedYet(what + " on sm_" + std::to_string(arch.major * 10 + arch.minor) +
+                          " (the fp8 conversion instruction needs sm_89 or later)");
+  if (c.family == kPrefillSm90) throw NotSupportedYet(what + " with prefill_sm90 (prefill_sm80 and decode families read it)");
+  for (int d : {s.head_dim, s.head_dim_v})
+    if (d % 16 != 0)
+      throw NotSupportedYet(what + " with head dim " + std::to_string(d) +
+                            " (fp8 rows load in 16-byte chunks: multiples of 16)");
 }
 
 // What decode_bw cannot do yet that decode_split does.
@@ -53,21 +72,25 @@ void check_decode_bw(const Spec& s) {
 }
 
 // Shared memory as the templates lay it out: attention_sm80.cuh (Q, then STAGES K and V tiles, then
-// int8's raw stages), or
-// decode_bw.cuh (Q, then STAGES K and V tiles per warp, which the warps' merge overlays; then
-// the warps' row maxima and sums).
-int smem_bytes(const Spec& s, const Config& c) {
+// int8's raw stages), or decode_bw.cuh (Q, then STAGES K and V tiles per warp, which the warps' merge overlays; then
+// the warps' row maxima and sums). With an fp8 cache the stages hold fp8 bytes (D + Dv per key)
+// and one 16-bit K and V tile follows Q (per warp in decode_bw) for the converted tile.
+int smem_bytes(const Spec& s, KernelKind kind, const Config& c) {
   const int dq = padded_head_dim(s.head_dim), dv = padded_head_dim(s.head_dim_v);
   // int8 (int8_scales.cuh): K, and V with int8_qkv, also stage raw, one byte per element.
   const Int8Mode i8 = int8_mode(s);
-  const int raw = i8 == Int8Mode::none ? 0 : s.head_dim + (i8 == Int8Mode::qkv ? s.head_dim_v : 0);
-  if (c.family != "decode_bw")
-    return 2 * (c.block_m * std::max(dq, dv) + c.stages * c.block_n * (dq + dv)) + c.stages * c.block_n * raw;
-  const int pipeline = 2 * (16 * std::max(dq, dv) + c.warps * c.stages * c.block_n * (dq + dv));
+  const int raw_row = i8 == Int8Mode::none ? 0 : s.head_dim + (i8 == Int8Mode::qkv ? s.head_dim_v : 0);
+  const int raw = c.stages * c.block_n * raw_row;
+  const bool fp8 = reads_fp8(s, kind);
+  const int tiles16 = fp8 ? 1 : c.stages;
+  const int staged = fp8 ? c.stages * c.block_n * (s.head_dim + s.head_dim_v) : 0;
+  const int kv = 2 * tiles16 * c.block_n * (dq + dv) + staged;  // one block's, or one decode_bw warp's
+  if (c.family != "decode_bw") return 2 * c.block_m * std::max(dq, dv) + kv + raw;
+  const int pipeline = 2 * 16 * std::max(dq, dv) + c.warps * kv;
   return pipeline + 4 * 2 * c.warps * 16;  // then each warp's row max and sum
 }
 
-void check_config(const Spec& s, const Config& c, const ArchInfo& arch) {
+void check_config(const Spec& s, KernelKind kind, const Config& c, const ArchInfo& arch) {
   const bool bw = c.family == "decode_bw";
   const int max_warps = bw ? 8 : 16, max_stages = bw ? 8 : 4;
   if (c.warps < 1 || c.warps > max_warps)
@@ -78,7 +101,7 @@ void check_config(const Spec& s, const Config& c, const ArchInfo& arch) {
   if (!bw && c.block_m != 16 * c.warps)
     throw BadConfig("block_m " + std::to_string(c.block_m) + " with " + std::to_string(c.warps) + " warps; " +
                     c.family + " gives each warp 16 rows, so block_m must be " + std::to_string(16 * c.warps));
-  check_key_tiles(c, smem_bytes(s, c), arch, max_stages);
+  check_key_tiles(c, smem_bytes(s, kind, c), arch, max_stages);
 }
 
 // Canonical mask code, so specs that compute the same mask share a kernel: a window (-1, 0) is
@@ -107,14 +130,14 @@ std::vector<std::string> attention_families(KernelKind kind) {
 // decode_bw where it was measured (sm_90): 4 warps on separate keys, 16-key tiles, 3 stages (two
 // blocks per SM at d128, 8 KB per warp tile in flight twice; docs/kernels-decode.md). Fewer stages,
 // then fewer warps, until it fits the arch.
-Config default_decode_bw_config(const Spec& s, const ArchInfo& info) {
+Config default_decode_bw_config(const Spec& s, const ArchInfo& info) {  // (decode kernels)
   Config c;
   c.family = "decode_bw";
   c.block_m = 16;
   c.block_n = 16;
   c.warps = 4;
   c.stages = 3;
-  while (smem_bytes(s, c) > info.max_smem_per_block && (c.stages > 2 || c.warps > 1)) {
+  while (smem_bytes(s, KernelKind::decode, c) > info.max_smem_per_block && (c.stages > 2 || c.warps > 1)) {
     if (c.stages > 2) --c.stages;
     else c.warps /= 2;
   }
@@ -122,6 +145,8 @@ Config default_decode_bw_config(const Spec& s, const ArchInfo& info) {
 }
 
 Config default_attention_config(const Spec& s, KernelKind kind, const std::string& arch) {
+  // MLA decode is mla_decode's alone (or refused with its reason when it cannot make the spec).
+  if (s.mla.enabled && kind == KernelKind::decode) return default_mla_decode_config();
   // On sm_90 decode is decode_bw where it plans (its default shrinks until it fits); where it refuses
   // the spec (check_decode_bw), decode_split serves it, or refuses it with the common reason.
   if (kind == KernelKind::decode && arch_info(arch).major == 9) {
@@ -132,12 +157,22 @@ Config default_attention_config(const Spec& s, KernelKind kind, const std::strin
     } catch (const NotSupportedYet&) {
     }
   }
+  const auto& families = s.tuning.families;
+  auto allowed = [&](const std::string& f) {
+    return families.empty() || std::find(families.begin(), families.end(), f) != families.end();
+  };
+  // A window a few tiles wide (gpt-oss: 128) leaves a 128/192-row tile mostly masked: small
+  // prefill_sm80 tiles visit 5 key tiles per query tile instead of 3-4 wide ones, and the tuner's
+  // winner at W=128 d64 ran 1.76x the sm90 default (docs/performance.md, 2026-11-23).
+  if (kind != KernelKind::decode && s.mask.kind == MaskKind::sliding_window && s.mask.window_left >= 0 &&
+      s.mask.window_right >= 0 && s.mask.window_left + s.mask.window_right + 1 <= 256 && allowed("prefill_sm80")) {
+    Config c = default_family_config(s, kind, arch, "prefill_sm80");
+    c.block_m = 32, c.block_n = 32, c.warps = 2;
+    return c;
+  }
   // On sm_90a prefill is prefill_sm90 wherever its planner takes the spec and the spec's
   // tuning.families allows it.
-  const auto& families = s.tuning.families;
-  const bool sm90_allowed =
-      families.empty() || std::find(families.begin(), families.end(), kPrefillSm90) != families.end();
-  if (kind != KernelKind::decode && sm90_allowed && prefill_sm90_refusal(s, kind, arch).empty())
+  if (kind != KernelKind::decode && allowed(kPrefillSm90) && prefill_sm90_refusal(s, kind, arch).empty())
     return default_prefill_sm90_config(s);
   return default_family_config(s, kind, arch, attention_families(kind).back());
 }
@@ -146,6 +181,7 @@ Config default_family_config(const Spec& s, KernelKind kind, const std::string& 
   const ArchInfo info = arch_info(arch);
   if (family == "decode_bw") return default_decode_bw_config(s, info);
   if (family == kPrefillSm90) return default_prefill_sm90_config(s);
+  if (family == kMlaDecode) return default_mla_decode_config();
   Config c;
   c.family = family;
   const int d = std::max(s.head_dim, s.head_dim_v);
@@ -155,7 +191,7 @@ Config default_family_config(const Spec& s, KernelKind kind, const std::string& 
   else { c.block_m = 64; c.warps = 4; c.block_n = 32; }  // d256: BN 64 spills (O alone is 128 registers)
   c.stages = 2;
   // Shrink the K/V tile until it fits the arch (sm_86/89 have 99 KiB).
-  while (c.block_n > 16 && smem_bytes(s, c) > info.max_smem_per_block) c.block_n /= 2;
+  while (c.block_n > 16 && smem_bytes(s, kind, c) > info.max_smem_per_block) c.block_n /= 2;
   return c;
 }
 
@@ -167,10 +203,12 @@ KernelPlan plan_attention_kernel(const Spec& s, KernelKind kind, const Config& c
   if (!makes(c.family, kind))
     throw BadConfig("family '" + c.family + "' does not make " + to_string(kind) + " kernels; use " +
                     family_list(kind));
-  check_supported(s, kind);
+  const bool mla = c.family == kMlaDecode;
+  if (!mla) check_supported(s, kind);
   if (c.family == "decode_bw") check_decode_bw(s);
+  if (reads_fp8(s, kind)) check_fp8(s, c, info);
   const bool sm90 = c.family == kPrefillSm90;
-  if (!sm90) check_config(s, c, info);
+  if (!sm90 && !mla) check_config(s, kind, c, info);
 
   KernelPlan p = base_plan(s, kind, c, arch);
   p.head_dim = s.head_dim;
@@ -184,12 +222,15 @@ KernelPlan plan_attention_kernel(const Spec& s, KernelKind kind, const Config& c
   p.paged = kind != KernelKind::prefill;
   p.pack_gqa = kind == KernelKind::decode;
   p.split_kv = kind == KernelKind::decode;
+  p.kv_cache = reads_fp8(s, kind) ? s.kv_cache.dtype : KvDType::same;
   p.int8 = int8_mode(s);
   if (sm90) {
     plan_prefill_sm90(s, kind, c, info, p);
+  } else if (mla) {
+    plan_mla_decode(s, kind, c, info, p);
   } else {
     p.threads = 32 * c.warps;
-    p.smem_bytes = smem_bytes(s, c);
+    p.smem_bytes = smem_bytes(s, kind, c);
   }
   return p;
 }
@@ -203,7 +244,13 @@ std::string attention_variant_name(const KernelPlan& p) {
   if (p.alibi != Alibi::none) n += p.alibi == Alibi::linear ? "_alibi" : "_sqrtalibi";
   if (p.sinks) n += "_sinks";
   if (p.lse != LseOut::none) n += p.lse == LseOut::base_e ? "_lse" : "_lse2";
+  if (const BlockSparseSpec& b = p.spec.sparse; b.enabled)
+    n += "_bs" + std::to_string(b.block_size) + "l" + std::to_string(b.local_blocks) + "v" +
+         std::to_string(b.vert_stride) + (b.head_sliding_step < 0 ? "kv" : "s") +  // no '-' in a C name
+         std::to_string(std::abs(b.head_sliding_step)) + "h" +
+         std::to_string(b.active_head_begin) + "q" + std::to_string(b.q_block_size);
   if (p.paged && p.family == "prefill_sm80") n += "_paged";
+  if (p.kv_cache != KvDType::same) n += p.kv_cache == KvDType::fp8_e4m3 ? "_fp8e4m3" : "_fp8e5m2";
   if (p.int8 != Int8Mode::none) n += p.int8 == Int8Mode::qkv ? "_i8qkv" : "_i8qk";
   return n + "_" + p.config.short_name();
 }

@@ -6,13 +6,19 @@
 namespace attnc {
 namespace {
 
-const char* family_for(KernelKind kind) { return kind == KernelKind::merge ? "merge_states" : "cache_write"; }
+const char* family_for(KernelKind kind) {
+  switch (kind) {
+    case KernelKind::merge: return "merge_states";
+    case KernelKind::lse_correct: return "lse_correct";
+    default: return "cache_write";
+  }
+}
 
 bool is_fp8(KvDType d) { return d == KvDType::fp8_e4m3 || d == KvDType::fp8_e5m2; }
 
 // What the op templates cannot express yet; each line names the feature.
 void check_supported(const Spec& s, KernelKind kind, const ArchInfo& arch) {
-  const int dims[] = {kind == KernelKind::merge ? s.head_dim_v : s.head_dim, s.head_dim_v};
+  const int dims[] = {kind == KernelKind::cache_write ? s.head_dim : s.head_dim_v, s.head_dim_v};
   for (int d : dims)
     if (d % 8 != 0 || d < 8)
       throw NotSupportedYet("head dim " + std::to_string(d) + " in " + to_string(kind) +
@@ -33,13 +39,19 @@ Config op_config(KernelKind kind) {
   Config c;
   c.family = family_for(kind);
   c.block_m = c.block_n = c.stages = 0;
-  c.warps = (kind == KernelKind::merge ? kMergeThreads : kCacheWriteThreads) / 32;
+  switch (kind) {
+    case KernelKind::merge: c.warps = kMergeThreads / 32; break;
+    case KernelKind::lse_correct: c.warps = kLseCorrectThreads / 32; break;
+    default: c.warps = kCacheWriteThreads / 32;
+  }
   return c;
 }
 
 }  // namespace
 
-bool is_op_kind(KernelKind k) { return k == KernelKind::merge || k == KernelKind::cache_write; }
+bool is_op_kind(KernelKind k) {
+  return k == KernelKind::merge || k == KernelKind::cache_write || k == KernelKind::lse_correct;
+}
 
 Config default_op_config(const Spec&, KernelKind kind, const std::string&) { return op_config(kind); }
 
@@ -48,7 +60,8 @@ Config default_op_config(const Spec&, KernelKind kind, const std::string&) { ret
 KernelPlan plan_op_kernel(const Spec& s, KernelKind kind, const Config& c, const std::string& arch) {
   const ArchInfo info = arch_info(arch);
   if (c.family != family_for(kind)) {
-    if (c.family == "merge_states" || c.family == "cache_write" || c.family == "prefill_sm80" ||
+    if (c.family == "merge_states" || c.family == "cache_write" || c.family == "lse_correct" ||
+        c.family == "prefill_sm80" ||
         c.family == "decode_split" || c.family == "decode_bw")
       throw BadConfig("family '" + c.family + "' does not make " + to_string(kind) + " kernels; use " +
                       family_for(kind));
@@ -71,7 +84,7 @@ KernelPlan plan_op_kernel(const Spec& s, KernelKind kind, const Config& c, const
 // is the same code for bf16 and fp16 ("b16").
 std::string op_variant_name(const KernelPlan& p) {
   const KvDType cache = p.spec.kv_cache.dtype;
-  if (p.kind == KernelKind::merge) return p.family + "_" + to_string(p.spec.dtype);
+  if (p.kind == KernelKind::merge || p.kind == KernelKind::lse_correct) return p.family + "_" + to_string(p.spec.dtype);
   if (cache == KvDType::same) return p.family + "_b16";
   if (cache == KvDType::int8)
     return p.family + "_" + to_string(p.spec.dtype) + (p.spec.quant == QuantMode::int8_qk ? "_int8qk" : "_int8qkv");

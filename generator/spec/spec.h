@@ -69,6 +69,7 @@ struct BlockSparseSpec {
   int head_sliding_step = 0;     // 0 = derived: max(1, vert_stride / num_q_heads), or 0 when homo_head
   int active_head_begin = 0;     // global q-head range of this tensor-parallel rank
   int active_head_end = -1;      // -1 = begin + num_q_heads
+  int q_block_size = 0;          // 0 = block_size; larger: a multiple of it, whose rows share one pattern row
   bool operator==(const BlockSparseSpec&) const = default;
 };
 
@@ -110,6 +111,9 @@ struct Spec {
   int group_size() const { return num_q_heads / num_kv_heads; }
   bool operator==(const Spec&) const = default;
 };
+
+// Bytes per element of the paged KV cache: 2 (the model's dtype), 1 (fp8, int8).
+inline int kv_cache_elem_bytes(const Spec& s) { return s.kv_cache.dtype == KvDType::same ? 2 : 1; }
 
 const char* to_string(DType);
 const char* to_string(KvDType);

@@ -64,7 +64,7 @@ std::string sparse(const BlockSparseSpec& b) {
   return cat("{block_size: ", b.block_size, ", local_blocks: ", b.local_blocks,
              ", vert_stride: ", b.vert_stride, ", homo_head: ", b.homo_head ? "true" : "false",
              ", head_sliding_step: ", b.head_sliding_step, ", active_heads: [", b.active_head_begin,
-             ", ", b.active_head_end, "]}");
+             ", ", b.active_head_end, "], q_block_size: ", b.q_block_size, "}");
 }
 
 // Every field after `version`, in schema order; `name` is the caller's business.

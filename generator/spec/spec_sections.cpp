@@ -17,8 +17,8 @@ constexpr const char* kMaskKeys[] = {"kind", "left", "right"};
 constexpr const char* kLseKeys[] = {"layout", "base"};
 constexpr const char* kMlaKeys[] = {"kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim",
                                     "v_head_dim"};
-constexpr const char* kSparseKeys[] = {"block_size", "local_blocks",      "vert_stride",
-                                       "homo_head",  "head_sliding_step", "active_heads"};
+constexpr const char* kSparseKeys[] = {"block_size", "local_blocks",      "vert_stride",  "homo_head",
+                                       "head_sliding_step", "active_heads", "q_block_size"};
 constexpr const char* kTuningKeys[] = {"block_m", "block_n", "warps",
                                        "stages",  "splits",  "families"};
 
@@ -160,6 +160,7 @@ void read_sparse(Reader& r, const Field& f, BlockSparseSpec& sp) {
     r.int_in(*x, -65535, 65535, sp.head_sliding_step,
              "-65535..65535 (0 = derived; negative slides along KV heads)");
   if (auto* x = find(m, "active_heads")) read_active_heads(r, *x, sp);
+  if (auto* x = find(m, "q_block_size")) multiple_in(r, *x, 16, 16, 65536, sp.q_block_size);
 }
 
 void read_kernels(Reader& r, const Field& f, KernelSet& k) {

@@ -187,6 +187,24 @@ void check_sparse(Spec& s, const FieldMap& f, const Err& err) {
           "derived step max(1, vert_stride / total_heads) needs the model's total head count "
           "(docs/attention-semantics.md §7.4); allowed: a non-zero step, e.g. 1");
   }
+
+  // The seed's q_block_size: query tiles of several sparse rows that share the union of their
+  // patterns (docs/conventions.md); smaller tiles than a block are refused there too.
+  const char* qbs = "block_sparse.q_block_size";
+  if (sp.q_block_size != 0 && f.ok(qbs) && f.ok("block_sparse.block_size") &&
+      sp.q_block_size % sp.block_size != 0)
+    err({qbs, "block_sparse.block_size"}, qbs,
+        cat(sp.q_block_size, " is not a multiple of block_sparse.block_size (", sp.block_size,
+            "): a query block holds whole sparse rows; allowed: ", sp.block_size, ", ",
+            2 * sp.block_size, ", ... or leave it out"));
+  // Sliding on KV heads numbers this rank's KV heads from active_heads' begin / group.
+  if (sp.head_sliding_step < 0 && f.ok(step) && f.ok("block_sparse.active_heads") && f.ok("num_kv_heads") &&
+      s.num_kv_heads > 0 && s.num_q_heads % s.num_kv_heads == 0 && sp.active_head_begin % s.group_size() != 0)
+    err({step, "block_sparse.active_heads"}, step,
+        cat(sp.head_sliding_step, " slides along KV heads, but active_heads begins at q head ",
+            sp.active_head_begin, ", inside a group of ", s.group_size(),
+            " q heads; allowed: a begin that is a multiple of ", s.group_size(),
+            ", or a step >= 0"));
 }
 
 }  // namespace
@@ -200,6 +218,7 @@ Spec normalised(Spec s) {
   }
   if (BlockSparseSpec& sp = s.sparse; sp.enabled) {
     if (sp.active_head_end < 0) sp.active_head_end = sp.active_head_begin + s.num_q_heads;
+    if (sp.q_block_size == 0) sp.q_block_size = sp.block_size;
     if (sp.homo_head)
       sp.head_sliding_step = 0;
     else if (sp.head_sliding_step == 0)

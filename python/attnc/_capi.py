@@ -50,6 +50,10 @@ class Call(ctypes.Structure):
                 ("alibi_slopes", c_void_p), ("alibi_batch_stride", c_ll), ("sinks", c_void_p),
                 ("num_splits", c_int), ("workspace", c_void_p), ("workspace_bytes", c_size_t),
                 ("total_k", c_int),
+                ("q_pe", c_void_p), ("q_pe_row_stride", c_ll), ("q_pe_head_stride", c_ll),
+                ("k_scale", c_void_p), ("v_scale", c_void_p), ("k_descale", c_void_p), ("v_descale", c_void_p),
+                ("k_descale_batch_stride", c_ll), ("k_descale_head_stride", c_ll),
+                ("v_descale_batch_stride", c_ll), ("v_descale_head_stride", c_ll),
                 ("q_scale", c_void_p), ("q_scale_row_stride", c_ll), ("q_scale_head_stride", c_ll),
                 ("k_token_scale", c_void_p), ("v_channel_scale", c_void_p)]
 
@@ -67,6 +71,15 @@ class Merge(ctypes.Structure):
         (n, c_ll) for n in ("output_row_stride", "output_head_stride", "prefix_row_stride", "prefix_head_stride",
                             "suffix_row_stride", "suffix_head_stride", "prefix_lse_token_stride",
                             "prefix_lse_head_stride", "suffix_lse_token_stride", "suffix_lse_head_stride",
+                            "output_lse_token_stride", "output_lse_head_stride")] + [("lse_base", c_int)]
+
+
+class LseCorrect(ctypes.Structure):
+    _fields_ = [("struct_size", c_size_t), ("output", c_void_p), ("partial", c_void_p), ("lses", c_void_p),
+                ("output_lse", c_void_p)] + [
+        (n, c_int) for n in ("num_tokens", "num_heads", "head_size", "world_size", "rank", "heads_per_chunk")] + [
+        (n, c_ll) for n in ("output_row_stride", "output_head_stride", "output_chunk_stride", "partial_row_stride",
+                            "partial_head_stride", "lses_rank_stride", "lses_token_stride", "lses_head_stride",
                             "output_lse_token_stride", "output_lse_head_stride")] + [("lse_base", c_int)]
 
 
@@ -171,6 +184,10 @@ def lib():
                                                             ctypes.POINTER(c_size_t)]),
         "attnc_merge_init": (c_int, [ctypes.POINTER(Merge)]),
         "attnc_cache_write_init": (c_int, [ctypes.POINTER(CacheWrite)]),
+        "attnc_lse_correct_init": (c_int, [ctypes.POINTER(LseCorrect)]),
+        "attnc_attention_lse_correct": (c_int, [H, ctypes.POINTER(LseCorrect), c_void_p]),
+        "attnc_attention_dcp_context_yaml": (c_int, [H, c_int, ctypes.c_char_p, c_size_t]),
+        "attnc_dcp_local_seq_lens": (c_int, [c_int, c_int, c_int, c_int_p, c_int, c_int_p]),
         "attnc_cascade_init": (c_int, [ctypes.POINTER(Cascade)]),
         "attnc_attention_merge": (c_int, [H, ctypes.POINTER(Merge), c_void_p]),
         "attnc_attention_cache_write": (c_int, [H, ctypes.POINTER(CacheWrite), c_void_p]),

@@ -9,6 +9,7 @@ from ._tensors import TORCH_DTYPES, arg, expect_dim, need, same_device
 
 _INT32 = ("int32",)
 _F32 = ("float32",)
+_FP8_CACHE = _ops._FP8  # kv_cache_dtype -> the torch dtypes an fp8 cache may have
 
 
 def _torch():
@@ -125,10 +126,29 @@ class Attention:
         return _ops.merge(self, output, prefix_output, prefix_lse, suffix_output, suffix_lse, output_lse, stream,
                           lse_base)
 
+    def lse_correct(self, output, partial, lses, rank, output_lse=None, stream=None, lse_base=None):
+        """Decode context parallelism's LSE correction into `output`; see attnc._ops.lse_correct."""
+        return _ops.lse_correct(self, output, partial, lses, rank, output_lse, stream, lse_base)
+
+    def dcp_context_yaml(self, world_size):
+        """The spec (YAML) of the layer a decode context parallel rank runs over its shard, this
+        layer being the rank's own: world_size times the query heads, no mask, the LSE returned
+        (docs/dcp.md). Raises AttncError (not supported) for ALiBi, windows, sinks, block sparsity."""
+        buf = ctypes.create_string_buffer(16384)
+        check(lib().attnc_attention_dcp_context_yaml(self._h, int(world_size), buf, len(buf)))
+        return buf.value.decode()
+
     def cache_write(self, key, value, key_cache, value_cache, slot_mapping, k_scale=None, v_scale=None, stream=None,
                     check_slots=False):
         """vLLM's reshape_and_cache_flash into the paged caches; see attnc._ops.cache_write."""
         _ops.cache_write(self, key, value, key_cache, value_cache, slot_mapping, k_scale, v_scale, stream, check_slots)
+
+    def cascade(self, output, query, key_cache, value_cache, cu_query_lens, max_query_len, cu_prefix_query_lens,
+                prefix_kv_lens, suffix_kv_lens, block_table, common_prefix_len, **kw):
+        """vLLM's cascade_attention (shared-prefix split) into `output`; see attnc._ops.cascade."""
+        return _ops.cascade(self, output, query, key_cache, value_cache, cu_query_lens, max_query_len,
+                            cu_prefix_query_lens, prefix_kv_lens, suffix_kv_lens, block_table, common_prefix_len,
+                            **kw)
 
     def cascade_workspace_needed(self, num_tokens):
         n = ctypes.c_size_t()
@@ -195,9 +215,63 @@ class Attention:
         """Decode over a paged cache: q [batch, Hq, D] (one token per request; or [total_q, Hq, D]
         with cu_seqlens_q and max_seqlen_q), caches [num_blocks, page_size, Hkv, D], block_table int32
         [batch, max_blocks], seqused_k int32 [batch] (context lengths). num_splits None: the
-        dispatcher's choice."""
+        dispatcher's choice. fp8 caches (spec kv_cache.dtype fp8_*; float8 or uint8 tensors) take
+        k_scale/v_scale [1] and/or k_descale/v_descale [batch, Hkv] (also for prefill_paged)."""
         c, qa = self._start("decode", q, extra)
         parts = self._paged(c, k_cache, v_cache, block_table, seqused_k, extra)
+        self._decode_lengths(c, parts, cu_seqlens_q, max_seqlen_q, max_seqlen_k, num_splits, extra)
+        return self._finish(c, qa, parts, out, lse=extra.pop("lse", None), stream=stream,
+                            softmax_scale=softmax_scale, extra=extra)
+
+    def mla_decode(self, q, kv_cache, block_table, seqused_k, max_seqlen_k, softmax_scale, q_pe=None, out=None,
+                   lse=None, num_splits=None, stream=None, cu_seqlens_q=None, max_seqlen_q=None, **extra):
+        """MLA absorbed decode, the decode of an `mla:` spec (attention-semantics.md §7.3): q
+        [total_q, Hq, 576], or q_nope [total_q, Hq, 512] with q_pe [total_q, Hq, 64]; kv_cache
+        [num_blocks, page_size, 576] latent rows (V is the first 512 columns of each; page_size a
+        multiple of 64); block_table int32 [batch, max_blocks], seqused_k int32 [batch]. softmax_scale
+        is the layer's (required: 1/sqrt(576) is not MLA's). Returns out [total_q, Hq, 512] (and lse)."""
+        c, qa = self._start("decode", q, extra, head_dim=512 if q_pe is not None else 576)
+        parts = []
+        if q_pe is not None:
+            pa = arg("q_pe", q_pe, "[total_q, Hq, 64]", self._dtypes())
+            expect_dim("q_pe", pa, 2, 64, "rope dim")
+            c.q_pe = pa.ptr
+            if pa.strides:
+                c.q_pe_row_stride, c.q_pe_head_stride = pa.strides[0], pa.strides[1]
+            parts.append(pa)
+        ka = arg("kv_cache", kv_cache, "[num_blocks, page_size, 576]", self._dtypes())
+        expect_dim("kv_cache", ka, 2, 576, "latent row")
+        c.k = ka.ptr
+        strides = ka.strides or need("kv_strides", extra.pop("kv_strides", None), "(block, row) when kv_cache is a pointer")
+        c.k_block_stride, c.k_row_stride, c.k_head_stride = strides[0], strides[1], 576
+        c.num_blocks = ka.shape[0] if ka.shape else int(need("num_blocks", extra.pop("num_blocks", None),
+                                                             "when kv_cache is a pointer"))
+        c.page_size = ka.shape[1] if ka.shape else int(extra.pop("page_size", self.spec["page_size"]))
+        parts += [ka] + self._page_table(c, block_table, seqused_k, extra)
+        self._decode_lengths(c, parts, cu_seqlens_q, max_seqlen_q, max_seqlen_k, num_splits, extra)
+        return self._finish(c, qa, parts, out, lse, stream, softmax_scale, extra, head_dim_v=512)
+
+    # --- pieces
+
+    def _dtypes(self):
+        return (TORCH_DTYPES[self.spec["dtype"]],)
+
+    def _start(self, kind, q, extra, head_dim=None):
+        c = new_struct(Call, lib().attnc_call_init)
+        c.kind = _capi.KINDS[kind]
+        qa = arg("q", q, "[total_q, Hq, D]", self._dtypes())
+        expect_dim("q", qa, 1, self.spec["num_q_heads"], "q heads")
+        expect_dim("q", qa, 2, head_dim or self.spec["head_dim"], "head dim")
+        c.q = qa.ptr
+        if qa.strides:
+            c.q_row_stride, c.q_head_stride = qa.strides[0], qa.strides[1]
+            c.dtype = _capi.DTYPES[self.spec["dtype"]]
+        c.total_q = qa.shape[0] if qa.shape else int(need("total_q", extra.pop("total_q", None), "when q is a pointer"))
+        extra.pop("total_q", None)
+        return c, qa
+
+    def _decode_lengths(self, c, parts, cu_seqlens_q, max_seqlen_q, max_seqlen_k, num_splits, extra):
+        """Decode's query lengths (one token per request without cu_seqlens_q), KV bound and splits."""
         if cu_seqlens_q is not None:
             cq = self._seqlens(c, "cu_seqlens_q", cu_seqlens_q, extra)
             c.cu_seqlens_q = cq.ptr
@@ -208,27 +282,6 @@ class Attention:
         c.max_seqlen_k = int(max_seqlen_k)
         if num_splits is not None:
             c.num_splits = int(num_splits)
-        return self._finish(c, qa, parts, out, lse=extra.pop("lse", None), stream=stream,
-                            softmax_scale=softmax_scale, extra=extra)
-
-    # --- pieces
-
-    def _dtypes(self):
-        return (TORCH_DTYPES[self.spec["dtype"]],)
-
-    def _start(self, kind, q, extra):
-        c = new_struct(Call, lib().attnc_call_init)
-        c.kind = _capi.KINDS[kind]
-        qa = arg("q", q, "[total_q, Hq, D]", self._dtypes())
-        expect_dim("q", qa, 1, self.spec["num_q_heads"], "q heads")
-        expect_dim("q", qa, 2, self.spec["head_dim"], "head dim")
-        c.q = qa.ptr
-        if qa.strides:
-            c.q_row_stride, c.q_head_stride = qa.strides[0], qa.strides[1]
-            c.dtype = _capi.DTYPES[self.spec["dtype"]]
-        c.total_q = qa.shape[0] if qa.shape else int(need("total_q", extra.pop("total_q", None), "when q is a pointer"))
-        extra.pop("total_q", None)
-        return c, qa
 
     def _seqlens(self, c, name, x, extra):
         a = arg(name, x, "[batch + 1]", _INT32)
@@ -237,8 +290,9 @@ class Attention:
 
     def _paged(self, c, k_cache, v_cache, block_table, seqused_k, extra):
         layout = "[num_blocks, page_size, Hkv, D]"
-        ka = arg("k_cache", k_cache, layout, self._dtypes())
-        va = arg("v_cache", v_cache, layout, self._dtypes())
+        cache_dt = _FP8_CACHE.get(self.spec["kv_cache_dtype"], self._dtypes())
+        ka = arg("k_cache", k_cache, layout, cache_dt)
+        va = arg("v_cache", v_cache, layout, cache_dt)
         for name, a, d in (("k_cache", ka, "head_dim"), ("v_cache", va, "head_dim_v")):
             expect_dim(name, a, 2, self.spec["num_kv_heads"], "kv heads")
             expect_dim(name, a, 3, self.spec[d], d.replace("_", " "))
@@ -254,6 +308,10 @@ class Attention:
         c.num_blocks = ka.shape[0] if ka.shape else int(need("num_blocks", extra.pop("num_blocks", None),
                                                              "when k_cache is a pointer"))
         c.page_size = ka.shape[1] if ka.shape else int(extra.pop("page_size", self.spec["page_size"]))
+        parts = [ka, va] + self._page_table(c, block_table, seqused_k, extra)
+        return parts + self._fp8_scales(c, extra)  # after the page table: descales are [batch, Hkv]
+
+    def _page_table(self, c, block_table, seqused_k, extra):
         bt = arg("block_table", block_table, "[batch, max_blocks]", _INT32)
         su = arg("seqused_k", seqused_k, "[batch]", _INT32)
         c.block_table, c.seqused_k = bt.ptr, su.ptr
@@ -267,11 +325,36 @@ class Attention:
                                             "when block_table is a pointer"))
             c.block_table_stride = int(extra.pop("block_table_stride", c.max_blocks_per_seq))
         extra.pop("batch", None)
-        return [ka, va, bt, su]
+        return [bt, su]
 
-    def _finish(self, c, qa, parts, out, lse, stream, softmax_scale, extra):
+    def _fp8_scales(self, c, extra):
+        """fp8 caches: k_scale/v_scale fp32 [1] (per tensor) and FlashAttention-3's k_descale/v_descale
+        fp32 [batch, Hkv] (any strides, e.g. an .expand()), each optional (absent: 1)."""
+        names = ("k_scale", "v_scale", "k_descale", "v_descale")
+        given = {n: extra.pop(n) for n in names if extra.get(n) is not None}
+        for n in names:
+            extra.pop(n, None)
+        if given and self.spec["kv_cache_dtype"] not in _FP8_CACHE:
+            raise ValueError(f"{', '.join(given)} given but the cache holds {self.spec['dtype']} (spec kv_cache.dtype "
+                             f"{self.spec['kv_cache_dtype']}); scales dequantise fp8 caches")
+        parts = []
+        for n, x in given.items():
+            descale = n.endswith("descale")
+            a = arg(n, x, "[batch, Hkv]" if descale else "[1]", _F32, any_strides=descale)
+            if a.shape and not descale and tuple(a.shape) != (1,):
+                raise ValueError(f"{n} must be [1] (one per-tensor scale), got {tuple(a.shape)}")
+            if a.shape and descale:
+                expect_dim(n, a, 0, c.batch, "requests")
+                expect_dim(n, a, 1, self.spec["num_kv_heads"], "kv heads")
+                setattr(c, n + "_batch_stride", a.strides[0])
+                setattr(c, n + "_head_stride", a.strides[1])
+            setattr(c, n, a.ptr)
+            parts.append(a)
+        return parts
+
+    def _finish(self, c, qa, parts, out, lse, stream, softmax_scale, extra, head_dim_v=None):
         torch = _torch() if qa.tensor is not None else None
-        hq, dv = self.spec["num_q_heads"], self.spec["head_dim_v"]
+        hq, dv = self.spec["num_q_heads"], head_dim_v or self.spec["head_dim_v"]
         if out is None:
             if torch is None:
                 raise ValueError("out is required when q is a device pointer")

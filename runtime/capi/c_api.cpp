@@ -41,6 +41,8 @@ void default_call(attnc_call& c) {
   c.softcap = -1.f;
   c.window_left = c.window_right = -2;
   c.total_k = -1;
+  c.k_descale_batch_stride = c.k_descale_head_stride = -1;
+  c.v_descale_batch_stride = c.v_descale_head_stride = -1;
 }
 
 int check_kind(int kind, KernelKind* out) {
@@ -83,14 +85,6 @@ int to_options(const attnc_options* in, AttentionOptions* out) {
 }
 
 // Copies `text` and its NUL into the caller's buffer, or says how much it needs.
-int copy_out(const std::string& text, char* out, size_t size) {
-  if (text.size() + 1 > size)
-    return fail(ATTNC_ERR_BUFFER_TOO_SMALL, "the buffer holds " + std::to_string(size) + " bytes, the result needs " +
-                                                std::to_string(text.size() + 1));
-  std::memcpy(out, text.c_str(), text.size() + 1);
-  return ATTNC_OK;
-}
-
 template <class Make>
 int create(const char* what, const char* text, const attnc_options* options, attnc_attention** out, Make make) {
   if (!out) return fail(ATTNC_ERR_INVALID_ARGUMENT, "out is NULL: pass the address of an attnc_attention*");
@@ -156,6 +150,17 @@ void to_args(const attnc_call& c, AttentionArgs& a) {
   a.workspace = c.workspace;
   a.workspace_bytes = c.workspace_bytes;
   a.total_k = c.total_k;  // -1 from the defaults for a caller older than the field
+  a.q_pe = c.q_pe;
+  a.q_pe_row_stride = c.q_pe_row_stride;
+  a.q_pe_head_stride = c.q_pe_head_stride;
+  a.k_scale = c.k_scale;
+  a.v_scale = c.v_scale;
+  a.k_descale = c.k_descale;
+  a.v_descale = c.v_descale;
+  a.k_descale_batch_stride = c.k_descale_batch_stride;
+  a.k_descale_head_stride = c.k_descale_head_stride;
+  a.v_descale_batch_stride = c.v_descale_batch_stride;
+  a.v_descale_head_stride = c.v_descale_head_stride;
   a.q_scale = c.q_scale;
   a.q_scale_row_stride = c.q_scale_row_stride;
   a.q_scale_head_stride = c.q_scale_head_stride;

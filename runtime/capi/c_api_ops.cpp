@@ -1,6 +1,8 @@
-// The C API's ops (include/attnc.h): merge_attn_states, reshape_and_cache_flash and cascade, each
-// a versioned struct read into the runtime's args (runtime/launch/) and run by the handle.
+// The C API's ops (include/attnc.h): merge_attn_states, reshape_and_cache_flash, cascade and DCP's
+// LSE correction, each a versioned struct read into the runtime's args (runtime/launch/) and run
+// by the handle.
 #include <cstddef>
+#include <optional>
 #include <string>
 
 #include "runtime/capi/capi_support.h"
@@ -14,6 +16,7 @@ using namespace attnc::capi;
 constexpr size_t kMergeV1 = offsetof(attnc_merge, lse_base) + sizeof(int);
 constexpr size_t kCacheWriteV1 = offsetof(attnc_cache_write, host_slot_mapping) + sizeof(void*);
 constexpr size_t kCascadeV1 = offsetof(attnc_cascade, host_block_table) + sizeof(void*);
+constexpr size_t kLseCorrectV1 = offsetof(attnc_lse_correct, lse_base) + sizeof(int);
 
 template <class T>
 void zeroed(T& s) {
@@ -22,9 +25,24 @@ void zeroed(T& s) {
 }
 void default_merge(attnc_merge& m) { zeroed(m); }
 void default_cache_write(attnc_cache_write& w) { zeroed(w); }
+void default_lse_correct(attnc_lse_correct& c) { zeroed(c); }
 void default_cascade(attnc_cascade& c) {
   zeroed(c);
   c.softcap = -1.f;
+}
+
+std::optional<LseBase> lse_base_of(int base) {
+  if (base == ATTNC_LSE_BASE_E) return LseBase::e;
+  if (base == ATTNC_LSE_BASE_2) return LseBase::two;
+  return std::nullopt;
+}
+
+// An lse_base outside the enum, named for the caller's struct (only when its struct has the field).
+int check_lse_base(const char* what, int base) {
+  if (base == ATTNC_LSE_BASE_SPEC || base == ATTNC_LSE_BASE_E || base == ATTNC_LSE_BASE_2) return ATTNC_OK;
+  return fail(ATTNC_ERR_INVALID_ARGUMENT, std::string(what) + ".lse_base " + std::to_string(base) +
+                                              ": expected ATTNC_LSE_BASE_SPEC (0), ATTNC_LSE_BASE_E (1) or "
+                                              "ATTNC_LSE_BASE_2 (2)");
 }
 
 MergeArgs to_args(const attnc_merge& m) {
@@ -50,8 +68,33 @@ MergeArgs to_args(const attnc_merge& m) {
   a.suffix_lse_head_stride = m.suffix_lse_head_stride;
   a.output_lse_token_stride = m.output_lse_token_stride;
   a.output_lse_head_stride = m.output_lse_head_stride;
-  if (m.lse_base == ATTNC_LSE_BASE_E) a.lse_base = LseBase::e;
-  if (m.lse_base == ATTNC_LSE_BASE_2) a.lse_base = LseBase::two;
+  a.lse_base = lse_base_of(m.lse_base);
+  return a;
+}
+
+LseCorrectArgs to_args(const attnc_lse_correct& c) {
+  LseCorrectArgs a;
+  a.output = c.output;
+  a.partial = c.partial;
+  a.lses = c.lses;
+  a.output_lse = c.output_lse;
+  a.num_tokens = c.num_tokens;
+  a.num_heads = c.num_heads;
+  a.head_size = c.head_size;
+  a.world_size = c.world_size;
+  a.rank = c.rank;
+  a.heads_per_chunk = c.heads_per_chunk;
+  a.output_row_stride = c.output_row_stride;
+  a.output_head_stride = c.output_head_stride;
+  a.output_chunk_stride = c.output_chunk_stride;
+  a.partial_row_stride = c.partial_row_stride;
+  a.partial_head_stride = c.partial_head_stride;
+  a.lses_rank_stride = c.lses_rank_stride;
+  a.lses_token_stride = c.lses_token_stride;
+  a.lses_head_stride = c.lses_head_stride;
+  a.output_lse_token_stride = c.output_lse_token_stride;
+  a.output_lse_head_stride = c.output_lse_head_stride;
+  a.lse_base = lse_base_of(c.lse_base);
   return a;
 }
 
@@ -153,14 +196,24 @@ int attnc_cache_write_init(attnc_cache_write* w) {
 int attnc_cascade_init(attnc_cascade* c) { return init_struct("attnc_cascade", c, kCascadeV1, default_cascade); }
 
 int attnc_attention_merge(attnc_attention* h, const attnc_merge* merge, void* stream) {
-  if (merge && merge->lse_base != ATTNC_LSE_BASE_SPEC && merge->lse_base != ATTNC_LSE_BASE_E &&
-      merge->lse_base != ATTNC_LSE_BASE_2 && merge->struct_size >= kMergeV1)
-    return fail(ATTNC_ERR_INVALID_ARGUMENT, "attnc_merge.lse_base " + std::to_string(merge->lse_base) +
-                                                ": expected ATTNC_LSE_BASE_SPEC (0), ATTNC_LSE_BASE_E (1) or "
-                                                "ATTNC_LSE_BASE_2 (2)");
+  if (merge && merge->struct_size >= kMergeV1)
+    if (int rc = check_lse_base("attnc_merge", merge->lse_base)) return rc;
   return run_op("attnc_merge", "merge_attn_states call", h, merge, kMergeV1, default_merge, [&](Attention& att, const attnc_merge& m) {
     att.merge(to_args(m), static_cast<CUstream>(stream));
   });
+}
+
+int attnc_lse_correct_init(attnc_lse_correct* c) {
+  return init_struct("attnc_lse_correct", c, kLseCorrectV1, default_lse_correct);
+}
+
+int attnc_attention_lse_correct(attnc_attention* h, const attnc_lse_correct* correct, void* stream) {
+  if (correct && correct->struct_size >= kLseCorrectV1)
+    if (int rc = check_lse_base("attnc_lse_correct", correct->lse_base)) return rc;
+  return run_op("attnc_lse_correct", "lse_correct call", h, correct, kLseCorrectV1, default_lse_correct,
+                [&](Attention& att, const attnc_lse_correct& c) {
+                  att.lse_correct(to_args(c), static_cast<CUstream>(stream));
+                });
 }
 
 int attnc_attention_cache_write(attnc_attention* h, const attnc_cache_write* write, void* stream) {

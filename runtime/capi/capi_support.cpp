@@ -19,6 +19,14 @@ int fail(int code, std::string message) {
 
 const char* last_error() { return t_error.c_str(); }
 
+int copy_out(const std::string& text, char* out, size_t size) {
+  if (text.size() + 1 > size)
+    return fail(ATTNC_ERR_BUFFER_TOO_SMALL, "the buffer holds " + std::to_string(size) + " bytes, the result needs " +
+                                                std::to_string(text.size() + 1));
+  std::memcpy(out, text.c_str(), text.size() + 1);
+  return ATTNC_OK;
+}
+
 int fail_current(const char* call) {
   try {
     throw;

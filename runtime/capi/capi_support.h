@@ -25,6 +25,10 @@ const char* last_error();
 // is prefixed with `call` ("attention call", "merge_attn_states call", ...).
 int fail_current(const char* call = "attention call");
 
+// `text` and its NUL into the caller's buffer of `size` bytes; ATTNC_ERR_BUFFER_TOO_SMALL saying
+// how many it needs.
+int copy_out(const std::string& text, char* out, size_t size);
+
 // has_init: the struct has a *_init, which needs struct_size set first.
 int check_size(const char* what, size_t got, size_t need, bool has_init = true);
 

@@ -27,6 +27,7 @@
 #include "runtime/launch/attention_args.h"
 #include "runtime/launch/cache_write_args.h"
 #include "runtime/launch/cascade.h"
+#include "runtime/launch/lse_correct_args.h"
 #include "runtime/launch/merge_args.h"
 #include "runtime/driver/device_info.h"
 #include "runtime/dispatch/dispatch_error.h"
@@ -114,13 +115,16 @@ class Attention {
   // JitDisabled, CompileError, DispatchError, CudaError.
   void run(const AttentionArgs& args, KernelKind kind, CUstream stream);
 
-  // The layer's ops (runtime/launch/merge_args.h, cache_write_args.h, cascade.h), built from the
+  // The layer's ops (runtime/launch/merge_args.h, cache_write_args.h, cascade.h, lse_correct_args.h), built from the
   // spec's dims and dtypes whether or not its `kernels:` list names them, with default configs.
   // The first call builds (memory -> SQLite -> NVRTC) and loads the kernels; later calls check
   // their arguments and launch on `stream`, allocating nothing (capturable once warm). Throw
   // BadCall naming the argument, JitDisabled, CompileError, DispatchError, CudaError.
   void merge(const MergeArgs&, CUstream stream);
   void cache_write(const CacheWriteArgs&, CUstream stream);
+  // Decode context parallelism's LSE correction (runtime/launch/lse_correct_args.h), for the
+  // layer of the gathered query heads (docs/dcp.md).
+  void lse_correct(const LseCorrectArgs&, CUstream stream);
   // Cascade attention; args.workspace null: the reserved workspace (reserve_bytes with
   // cascade_workspace_needed(num_tokens) first).
   void cascade(const CascadeArgs&, CUstream stream);

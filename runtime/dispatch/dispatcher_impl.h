@@ -84,7 +84,7 @@ struct Attention::Impl {
   void make_current();
 
   // --- op kernels (dispatcher_ops.cpp): made and loaded on first use, then read lock-free
-  enum Op { op_merge, op_cache_write, op_cascade_prefix, op_cascade_suffix, op_count };
+  enum Op { op_merge, op_cache_write, op_cascade_prefix, op_cascade_suffix, op_lse_correct, op_count };
   KernelSlot& op_slot(Op);                 // planned (no GPU needed with a described device)
   KernelSlot& op(Op, CUstream stream);     // op_slot, loaded
   const CascadePlans& cascade_plans();  // the plans of the three cascade kernels (no GPU needed)

@@ -1,6 +1,7 @@
-// Attention's ops (dispatcher.h): merge_attn_states, reshape_and_cache_flash and cascade, one
-// default-config kernel each (cascade: its two prefill_paged passes and the merge), made and
-// loaded on the first call; the warm path is one atomic load per kernel, the checks and the launch.
+// Attention's ops (dispatcher.h): merge_attn_states, reshape_and_cache_flash, cascade and decode
+// context parallelism's LSE correction, one default-config kernel each (cascade: its two
+// prefill_paged passes and the merge), made and loaded on the first call; the warm path is one
+// atomic load per kernel, the checks and the launch.
 #include "runtime/launch/cascade.h"
 #include "runtime/dispatch/dispatcher_impl.h"
 
@@ -25,6 +26,8 @@ KernelKind op_kind(Attention::Impl::Op op) {
       return KernelKind::merge;
     case Attention::Impl::op_cache_write:
       return KernelKind::cache_write;
+    case Attention::Impl::op_lse_correct:
+      return KernelKind::lse_correct;
     default:
       return KernelKind::prefill_paged;
   }
@@ -32,7 +35,7 @@ KernelKind op_kind(Attention::Impl::Op op) {
 
 const char* op_name(Attention::Impl::Op op) {
   static const char* names[] = {"merge_attn_states", "reshape_and_cache_flash", "cascade prefix pass",
-                                "cascade suffix pass"};
+                                "cascade suffix pass", "lse_correct (decode context parallelism)"};
   return names[op];
 }
 
@@ -82,6 +85,14 @@ void Attention::cache_write(const CacheWriteArgs& args, CUstream stream) {
   KernelSlot& s = m.op(Impl::op_cache_write, stream);
   m.make_current();
   launch_cache_write(s.kernel(), launch, stream);
+}
+
+void Attention::lse_correct(const LseCorrectArgs& args, CUstream stream) {
+  Impl& m = *impl_;
+  const LseCorrectLaunch launch = prepare_lse_correct(m.op_slot(Impl::op_lse_correct).plan(), args);
+  KernelSlot& s = m.op(Impl::op_lse_correct, stream);
+  m.make_current();
+  launch_lse_correct(s.kernel(), launch, stream);
 }
 
 size_t Attention::cascade_workspace_needed(int num_tokens) {

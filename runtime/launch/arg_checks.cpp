@@ -44,4 +44,17 @@ void ArgCheck::disjoint(const char* name, long long width, std::initializer_list
   }
 }
 
+void ArgCheck::lse_strides(const char* name, long long token, long long head, int num_tokens, long long& token_out,
+                           long long& head_out) const {
+  if (token == 0 && head == 0) {
+    token_out = 1;
+    head_out = num_tokens;
+    return;
+  }
+  require(token > 0 && head > 0, name,
+          " strides must both be positive (or both 0 for [num_heads, num_tokens]), got token ", token, ", head ", head);
+  token_out = token;
+  head_out = head;
+}
+
 }  // namespace attnc

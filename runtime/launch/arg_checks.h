@@ -1,4 +1,4 @@
-// Argument checks shared by the op calls (merge, cache_write, cascade): each failure is a BadCall
+// Argument checks shared by the op calls (merge, cache_write, cascade, lse_correct): each failure is a BadCall
 // that starts with the op's name and says what was given and what is allowed.
 #pragma once
 
@@ -33,6 +33,10 @@ class ArgCheck {
     long long count, stride;
   };
   void disjoint(const char* name, long long width, std::initializer_list<Dim> dims) const;
+  // An LSE's (token, head) float strides: both given (positive), or both 0 for vLLM's
+  // [num_heads, num_tokens]; the resolved pair goes to token_out, head_out.
+  void lse_strides(const char* name, long long token, long long head, int num_tokens, long long& token_out,
+                   long long& head_out) const;
 
  private:
   std::string op_;

@@ -21,14 +21,42 @@ void require(bool ok, const Parts&... what) {
 
 long long or_default(long long stride, long long dflt) { return stride ? stride : dflt; }
 
-// 16-byte vector loads need 16-byte aligned rows: base pointer and every stride in whole chunks.
-void check_tensor(const char* name, const void* ptr, std::initializer_list<long long> strides) {
+// 16-byte vector loads need 16-byte aligned rows: base pointer and every stride in whole chunks
+// (8 16-bit elements, or 16 fp8 bytes).
+void check_tensor(const char* name, const void* ptr, std::initializer_list<long long> strides, int elem_bytes = 2) {
   require(ptr != nullptr, name, " is null");
   require(reinterpret_cast<std::uintptr_t>(ptr) % 16 == 0, name, " must be 16-byte aligned (vector loads)");
+  const int chunk = 16 / elem_bytes;
   for (long long s : strides) {
     require(s > 0, name, " strides must be positive, got ", s);
-    require(s % 8 == 0, name, " strides must be multiples of 8 elements (16 bytes), got ", s);
+    require(s % chunk == 0, name, " strides must be multiples of ", chunk, " elements (16 bytes), got ", s);
   }
+}
+
+// The dequantisation scales of an fp8 cache (all optional), or none for a 16-bit one.
+void set_fp8_scales(AttentionParams& p, const KernelPlan& plan, const AttentionArgs& a) {
+  const bool fp8 = plan.kv_cache != KvDType::same;
+  if (!fp8) {
+    require(!a.k_scale && !a.v_scale && !a.k_descale && !a.v_descale,
+            "k_scale/v_scale/k_descale/v_descale given but the kernel reads a 16-bit KV cache; they dequantise fp8 "
+            "caches (spec kv_cache.dtype fp8_e4m3 or fp8_e5m2)");
+    return;
+  }
+  for (const float* f : {a.k_scale, a.v_scale, a.k_descale, a.v_descale})
+    require(reinterpret_cast<std::uintptr_t>(f) % 4 == 0, "fp8 scales and descales must be 4-byte aligned fp32");
+  const long long hkv = plan.spec.num_kv_heads;
+  auto stride = [](long long s, long long dflt) { return s == -1 ? dflt : s; };
+  p.k_scale = a.k_scale;
+  p.v_scale = a.v_scale;
+  p.k_descale = a.k_descale;
+  p.v_descale = a.v_descale;
+  p.k_descale_batch_stride = stride(a.k_descale_batch_stride, hkv);
+  p.k_descale_head_stride = stride(a.k_descale_head_stride, 1);
+  p.v_descale_batch_stride = stride(a.v_descale_batch_stride, hkv);
+  p.v_descale_head_stride = stride(a.v_descale_head_stride, 1);
+  for (long long s : {p.k_descale_batch_stride, p.k_descale_head_stride, p.v_descale_batch_stride,
+                      p.v_descale_head_stride})
+    require(s >= 0, "descale strides must be >= 0 (or -1: contiguous [batch, Hkv]), got ", s);
 }
 
 // The page-table form a call uses, checked for completeness and consistency.
@@ -150,11 +178,40 @@ void set_tensor_maps(AttentionLaunch& l, const KernelPlan& plan, const Attention
   l.maps.v = tensor_map("v", p.v, plan.head_dim_v, s.num_kv_heads, total_k, p.v_head_stride, p.v_row_stride, bn);
 }
 
+// mla_decode's map over the latent cache: (576 columns, page_size slots, pages), boxes of 64
+// columns by 64 slots of one page, 128-byte swizzle.
+void set_latent_cache_map(AttentionLaunch& l, const KernelPlan& plan, const AttentionArgs& a) {
+  TensorMapView v;
+  v.base = a.k;
+  v.rank = 3;
+  v.dims[0] = plan.head_dim, v.dims[1] = a.page_size, v.dims[2] = a.num_blocks;
+  v.strides[1] = a.k_row_stride, v.strides[2] = a.k_block_stride;
+  v.box[0] = 64, v.box[1] = 64, v.box[2] = 1;
+  const std::string problem = tensor_map_problem(v);
+  require(problem.empty(), "mla_decode reads the latent cache through TMA, which cannot take this view: ", problem);
+  const CUtensorMap map = encode_tensor_map(v, "k");
+  std::memcpy(&l.maps.k, &map, sizeof map);
+  l.tensor_maps = true;
+}
+
+// What mla_decode adds to a paged decode call: q's width (576, or 512 with q_pe apart), v aliasing
+// k, whole 64-key tiles inside a page.
+void check_mla_decode(const AttentionArgs& a, AttentionParams& p, int hq) {
+  require(a.page_size % 64 == 0, "mla_decode reads 64-key tiles inside one page: page_size must be a multiple of 64, got ",
+          a.page_size);
+  require(a.v == nullptr || a.v == a.k, "mla_decode reads V from the first 512 columns of k: v must be null or k");
+  if (!a.q_pe) return;
+  p.q_pe = a.q_pe;
+  p.q_pe_row_stride = or_default(a.q_pe_row_stride, (long long)hq * 64);
+  p.q_pe_head_stride = or_default(a.q_pe_head_stride, 64);
+  check_tensor("q_pe", a.q_pe, {p.q_pe_row_stride, p.q_pe_head_stride});
+}
+
 }  // namespace
 
 AttentionLaunch prepare_attention(const KernelPlan& plan, const AttentionArgs& a) {
   const Spec& s = plan.spec;
-  const int hq = s.num_q_heads, hkv = s.num_kv_heads, d = plan.head_dim, dv = plan.head_dim_v;
+  const int hq = s.num_q_heads, hkv = plan.kv_heads(), d = plan.head_dim, dv = plan.head_dim_v;
   if (a.dtype)
     require(*a.dtype == s.dtype, "q/k/v/o are ", to_string(*a.dtype), " but the kernel was compiled for ",
             to_string(s.dtype));
@@ -182,8 +239,11 @@ AttentionLaunch prepare_attention(const KernelPlan& plan, const AttentionArgs& a
   p.q = a.q; p.k = a.k; p.v = a.v; p.o = a.o; p.lse = a.lse;
   p.cu_seqlens_q = a.cu_seqlens_q;
   p.cu_seqlens_k = a.cu_seqlens_k;
-  p.q_row_stride = or_default(a.q_row_stride, (long long)hq * d);
-  p.q_head_stride = or_default(a.q_head_stride, d);
+  const bool mla = is_mla_decode(plan);
+  require(!a.q_pe || mla, "q_pe given but only mla_decode takes q_pe apart from q");
+  const int q_width = mla && a.q_pe ? d - 64 : d;  // MLA: q_nope alone when q_pe comes apart
+  p.q_row_stride = or_default(a.q_row_stride, (long long)hq * q_width);
+  p.q_head_stride = or_default(a.q_head_stride, q_width);
   p.o_row_stride = or_default(a.o_row_stride, (long long)hq * dv);
   p.o_head_stride = or_default(a.o_head_stride, dv);
   check_tensor("q", a.q, {p.q_row_stride, p.q_head_stride});
@@ -191,10 +251,13 @@ AttentionLaunch prepare_attention(const KernelPlan& plan, const AttentionArgs& a
 
   if (plan.paged) {
     check_paged(plan, a);
-    p.k_row_stride = a.k_row_stride; p.k_head_stride = a.k_head_stride; p.k_block_stride = a.k_block_stride;
+    p.k_row_stride = a.k_row_stride; p.k_block_stride = a.k_block_stride;
+    p.k_head_stride = mla ? or_default(a.k_head_stride, d) : a.k_head_stride;  // MLA: one latent head
     p.v_row_stride = a.v_row_stride; p.v_head_stride = a.v_head_stride; p.v_block_stride = a.v_block_stride;
-    check_tensor("k", a.k, {p.k_row_stride, p.k_head_stride, p.k_block_stride});
-    check_tensor("v", a.v, {p.v_row_stride, p.v_head_stride, p.v_block_stride});
+    const int kv_bytes = plan.kv_cache == KvDType::same ? 2 : 1;
+    check_tensor("k", a.k, {p.k_row_stride, p.k_head_stride, p.k_block_stride}, kv_bytes);
+    if (mla) check_mla_decode(a, p, hq);
+    else check_tensor("v", a.v, {p.v_row_stride, p.v_head_stride, p.v_block_stride}, kv_bytes);
     p.page_size = a.page_size;
     p.block_table = a.block_table;
     p.block_table_stride = a.block_table_stride;
@@ -214,6 +277,7 @@ AttentionLaunch prepare_attention(const KernelPlan& plan, const AttentionArgs& a
     check_tensor("v", a.v, {p.v_row_stride, p.v_head_stride});
   }
   if (a.host) check_host_metadata(a, *a.host, plan.paged);
+  set_fp8_scales(p, plan, a);
 
   if (plan.lse != LseOut::none) {
     require(a.lse != nullptr, "the spec asks for LSE output but lse is null");
@@ -286,6 +350,7 @@ AttentionLaunch prepare_attention(const KernelPlan& plan, const AttentionArgs& a
   l.block.x = unsigned(plan.threads);
   l.smem_bytes = plan.smem_bytes;
   if (needs_total_k(plan)) set_tensor_maps(l, plan, a);
+  if (mla) set_latent_cache_map(l, plan, a);
   if (splits > 1) {
     l.combine = true;  // total_q >= 1 here, so the combine grid is not empty
     l.combine_grid.x = unsigned(((long long)a.total_q * hq + kCombineRowsPerBlock - 1) / kCombineRowsPerBlock);

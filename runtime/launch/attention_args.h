@@ -93,6 +93,22 @@ struct AttentionArgs {
 
   const AttentionHostMetadata* host = nullptr;  // optional: enables page-table content checks
 
+  // MLA decode (mla_decode): q [total_q, Hq, 576], or q_nope [total_q, Hq, 512] in q and q_pe
+  // [total_q, Hq, 64] here. k is the latent cache [num_blocks, page_size, 576] (strides as for a
+  // paged K plane with one head); v is null or k: V is the first 512 columns of each k row.
+  const void* q_pe = nullptr;
+  long long q_pe_row_stride = 0, q_pe_head_stride = 0;  // 0 = contiguous [total_q, Hq, 64]
+  // fp8 paged caches (spec kv_cache.dtype fp8_e4m3 / fp8_e5m2; k, v and their strides are then in
+  // bytes): element = stored byte * k_scale[0] * k_descale[b, kv head] (V alike). Each is optional
+  // (null: 1), device fp32. k_scale / v_scale: [1], the per-tensor scales cache_write divided by.
+  // k_descale / v_descale: FlashAttention-3's [batch, Hkv], strides in floats (-1: contiguous,
+  // [Hkv, 1]; 0 broadcasts, as torch's .expand()).
+  const float* k_scale = nullptr;
+  const float* v_scale = nullptr;
+  const float* k_descale = nullptr;
+  const float* v_descale = nullptr;
+  long long k_descale_batch_stride = -1, k_descale_head_stride = -1;
+  long long v_descale_batch_stride = -1, v_descale_head_stride = -1;
   // int8 quant modes (attention-semantics.md §5.2; runtime/launch/int8_args.h): q and k are int8
   // (v too for int8_qkv), strides in elements as above; required iff the spec has an int8 mode.
   const float* q_scale = nullptr;     // per token and q head: [total_q, Hq] by default
@@ -130,5 +146,6 @@ inline int known_total_k(const AttentionArgs& a) {
   return a.host && a.host->cu_seqlens_k ? a.host->cu_seqlens_k[a.batch] : -1;
 }
 inline bool needs_total_k(const KernelPlan& plan) { return plan.family == "prefill_sm90"; }
+inline bool is_mla_decode(const KernelPlan& plan) { return plan.family == "mla_decode"; }
 
 }  // namespace attnc

@@ -63,10 +63,10 @@ KvCacheStrides kv_cache_strides(KvCacheLayout layout, int num_blocks, int block_
   return s;
 }
 
-void bind_kv_cache(AttentionArgs& a, const KvCacheStrides& s, const void* cache) {
-  const auto* base = static_cast<const unsigned short*>(cache);
-  a.k = base + s.k_offset;
-  a.v = base + s.v_offset;
+void bind_kv_cache(AttentionArgs& a, const KvCacheStrides& s, const void* cache, int elem_bytes) {
+  const auto* base = static_cast<const unsigned char*>(cache);
+  a.k = base + s.k_offset * elem_bytes;
+  a.v = base + s.v_offset * elem_bytes;
   a.k_row_stride = a.v_row_stride = s.row_stride;
   a.k_head_stride = a.v_head_stride = s.head_stride;
   a.k_block_stride = a.v_block_stride = s.block_stride;

@@ -55,7 +55,7 @@ KvCacheStrides kv_cache_strides(KvCacheLayout, int num_blocks, int block_size, i
                                 int head_dim_v);
 
 // Points a paged call's k, v, strides, page_size and num_blocks at a cache buffer of 16-bit
-// elements laid out as `s`.
-void bind_kv_cache(AttentionArgs&, const KvCacheStrides& s, const void* cache);
+// elements (or fp8 bytes: elem_bytes 1) laid out as `s`.
+void bind_kv_cache(AttentionArgs&, const KvCacheStrides& s, const void* cache, int elem_bytes = 2);
 
 }  // namespace attnc

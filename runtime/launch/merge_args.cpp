@@ -10,21 +10,6 @@ namespace {
 
 long long or_default(long long stride, long long dflt) { return stride ? stride : dflt; }
 
-// An LSE's (token, head) strides: given together, or both 0 for vLLM's [num_heads, num_tokens].
-void lse_strides(const ArgCheck& c, const char* name, long long token, long long head, int num_tokens,
-                 long long& token_out, long long& head_out) {
-  if (token == 0 && head == 0) {
-    token_out = 1;
-    head_out = num_tokens;
-    return;
-  }
-  c.require(token > 0 && head > 0, name,
-            " strides must both be positive (or both 0 for [num_heads, num_tokens]), got token ", token, ", head ",
-            head);
-  token_out = token;
-  head_out = head;
-}
-
 }  // namespace
 
 MergeLaunch prepare_merge(const KernelPlan& plan, const MergeArgs& a) {
@@ -72,14 +57,14 @@ MergeLaunch prepare_merge(const KernelPlan& plan, const MergeArgs& a) {
 
   c.pointer("prefix_lse", a.prefix_lse, 4);
   c.pointer("suffix_lse", a.suffix_lse, 4);
-  lse_strides(c, "prefix_lse", a.prefix_lse_token_stride, a.prefix_lse_head_stride, a.num_tokens,
-              p.prefix_lse_token_stride, p.prefix_lse_head_stride);
-  lse_strides(c, "suffix_lse", a.suffix_lse_token_stride, a.suffix_lse_head_stride, a.num_tokens,
-              p.suffix_lse_token_stride, p.suffix_lse_head_stride);
+  c.lse_strides("prefix_lse", a.prefix_lse_token_stride, a.prefix_lse_head_stride, a.num_tokens,
+                p.prefix_lse_token_stride, p.prefix_lse_head_stride);
+  c.lse_strides("suffix_lse", a.suffix_lse_token_stride, a.suffix_lse_head_stride, a.num_tokens,
+                p.suffix_lse_token_stride, p.suffix_lse_head_stride);
   if (a.output_lse) {
     c.pointer("output_lse", a.output_lse, 4);
-    lse_strides(c, "output_lse", a.output_lse_token_stride, a.output_lse_head_stride, a.num_tokens,
-                p.out_lse_token_stride, p.out_lse_head_stride);
+    c.lse_strides("output_lse", a.output_lse_token_stride, a.output_lse_head_stride, a.num_tokens,
+                  p.out_lse_token_stride, p.out_lse_head_stride);
     c.disjoint("output_lse", 1, {{"token", a.num_tokens, p.out_lse_token_stride}, {"head", heads, p.out_lse_head_stride}});
   } else {
     c.require(a.output_lse_token_stride == 0 && a.output_lse_head_stride == 0,

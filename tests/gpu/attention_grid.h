@@ -190,6 +190,88 @@ inline std::vector<GridCase> head_dim_sweep() {
   return out;
 }
 
+// The i-th decode call: one token per request (plain decode) or several (cu_query_lens), its lengths
+// and split count rotated by i.
+inline void set_decode_call(GridCase& c, bool multi, int i) {
+  c.decode_multi = multi;
+  if (multi) {
+    const LengthSet& l = kDecodeMultiLengths[i % kDecodeMultiLengths.size()];
+    c.call.seqlens_q = l.q;
+    c.call.seqlens_k = l.k;
+  } else {
+    c.call.seqlens_k = kDecodeLengths[i % kDecodeLengths.size()];
+  }
+  c.call.num_splits = kSplits[i % kSplits.size()];
+}
+
+inline std::string splits_name(const AttentionCase& c) {
+  return c.num_splits ? "_s" + std::to_string(c.num_splits) : "_sauto";
+}
+
+// fp8 KV caches (e4m3 and e5m2) read by paged prefill and both decode families: per-tensor scales,
+// FlashAttention-3 descales [batch, Hkv] and both, rotated over the cases with the paging axes; bf16
+// and fp16 queries; the features ride along (window, sinks, softcap, ALiBi, LSE, D != Dv, Dv 256 on
+// decode_split). The reference reads the dequantised cache.
+inline std::vector<GridCase> fp8_grid() {
+  using K = KernelKind;
+  const LseSpec none{LseLayout::none, LseBase::e}, hm_e{LseLayout::head_major, LseBase::e},
+      hm_2{LseLayout::head_major, LseBase::two}, tm_e{LseLayout::token_major, LseBase::e};
+  struct Fp8Kernel {
+    std::string tag;
+    Spec spec;
+  };
+  auto fp8 = [](Spec s, KvDType d) {
+    s.kv_cache.dtype = d;
+    return s;
+  };
+  std::vector<Fp8Kernel> kernels = {
+      {"d128g4_e4m3", fp8(grid_spec(DType::bf16, 128, 128, 8, 2, kCausal, hm_e), KvDType::fp8_e4m3)},
+      {"d128g4_e5m2_fp16", fp8(grid_spec(DType::fp16, 128, 128, 8, 2, kCausal, none), KvDType::fp8_e5m2)},
+      {"d64g8_win_sinks_e5m2", fp8(grid_spec(DType::bf16, 64, 64, 16, 2, kWindow256, tm_e), KvDType::fp8_e5m2)},
+      {"d96g7_nomask_softcap_e4m3_fp16", fp8(grid_spec(DType::fp16, 96, 96, 7, 1, kNoMask, hm_2), KvDType::fp8_e4m3)},
+      {"d192v128g4_alibi_e4m3", fp8(grid_spec(DType::bf16, 192, 128, 8, 2, kCausal, tm_e), KvDType::fp8_e4m3)},
+      {"d256g4_e4m3", fp8(grid_spec(DType::bf16, 256, 256, 8, 2, kCausal, none), KvDType::fp8_e4m3)},
+  };
+  kernels[2].spec.sinks = true;
+  kernels[3].spec.softcap = 50.f;
+  kernels[4].spec.alibi = Alibi::linear;
+  static const Fp8Scales scales[] = {Fp8Scales::per_tensor, Fp8Scales::descale, Fp8Scales::both};
+  std::vector<GridCase> out;
+  int n = 0, kernel = 0;
+  auto finish = [&](GridCase& c, const std::string& name) {
+    c.call.fp8_scales = scales[(n + kernel) % 3];  // each kind meets every scale kind over the kernels
+    rotate_paging(c.call, n + 1);
+    c.name = name + paging_name(c.call) + "_" + to_string(c.call.fp8_scales);
+    ++n;
+  };
+  for (const Fp8Kernel& k : kernels) {
+    GridCase g;
+    g.spec = k.spec;
+    if (k.spec.head_dim_v <= 128) {  // paged prefill (d256's decode is the long one)
+      GridCase p = g;
+      p.kind = K::prefill_paged;
+      const LengthSet& l = kPagedLengths[n % kPagedLengths.size()];
+      p.call.seqlens_q = l.q;
+      p.call.seqlens_k = l.k;
+      finish(p, "fp8_paged_" + k.tag);
+      out.push_back(p);
+    }
+    for (int multi = 0; multi < 2; ++multi) {
+      GridCase c = g;
+      c.kind = K::decode;
+      set_decode_call(c, multi, n);
+      finish(c, std::string(multi ? "fp8_decodeN_" : "fp8_decode1_") + k.tag + splits_name(c.call));
+      GridCase twin = c;
+      twin.family = "decode_split";
+      twin.name += "_decode_split";
+      out.push_back(c);
+      if (k.spec.head_dim_v <= 192) out.push_back(twin);  // (past 192 the default is decode_split already)
+    }
+    ++kernel;
+  }
+  return out;
+}
+
 inline std::vector<GridCase> attention_grid() {
   std::vector<GridCase> out;
   int n_prefill = 0, n_paged = 0, n_decode = 0;
@@ -222,17 +304,9 @@ inline std::vector<GridCase> attention_grid() {
           c.call.seqlens_k = l.k;
           c.name = "paged_" + k.tag + paging_name(c.call);
         } else {
-          c.decode_multi = j == 1;
-          if (c.decode_multi) {
-            const LengthSet& l = kDecodeMultiLengths[n_decode % kDecodeMultiLengths.size()];
-            c.call.seqlens_q = l.q;
-            c.call.seqlens_k = l.k;
-          } else {
-            c.call.seqlens_k = kDecodeLengths[n_decode % kDecodeLengths.size()];
-          }
-          c.call.num_splits = kSplits[n_decode % kSplits.size()];
+          set_decode_call(c, j == 1, n_decode);
           c.name = std::string(c.decode_multi ? "decodeN_" : "decode1_") + k.tag + paging_name(c.call) +
-                   (c.call.num_splits ? "_s" + std::to_string(c.call.num_splits) : "_sauto");
+                   splits_name(c.call);
           ++n_decode;
           GridCase twin = c;
           twin.family = "decode_split";
@@ -267,6 +341,7 @@ inline std::vector<GridCase> attention_grid() {
   big_prefill.name = "paged_d256g8_win_softcap_fork_hnd_flashinfer_bs64_v_plane_past_2e31";
   out.push_back(big_prefill);
   for (GridCase& c : head_dim_sweep()) out.push_back(std::move(c));
+  for (GridCase& c : fp8_grid()) out.push_back(std::move(c));
   // Every contiguous prefill case on both prefill families (prefill_sm90 skipped off sm_90a).
   const size_t n = out.size();
   for (size_t i = 0; i < n; ++i)

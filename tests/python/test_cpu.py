@@ -133,7 +133,8 @@ class Cpu(unittest.TestCase):
         self.assertIn("q is required", str(cm.exception))
         with self.assertRaises(TypeError) as cm:
             att.decode("x", 1, 2, 3, 4, max_seqlen_k=10)
-        self.assertIn("q: expected a torch tensor", str(cm.exception))
+        self.assertIn("q: expected a tensor [total_q, Hq, D] (torch, or any with __dlpack__ or "
+                      "__cuda_array_interface__) or a device pointer (int), got str", str(cm.exception))
         with self.assertRaises(ValueError) as cm:  # raw pointers need sizes
             att.decode(0x1000, 0x2000, 0x3000, 0x4000, 0x5000, max_seqlen_k=10)
         self.assertIn("total_q is required when q is a pointer", str(cm.exception))
@@ -219,6 +220,28 @@ class Cpu(unittest.TestCase):
                             slots)
         self.assertIn("k_scale and v_scale (fp32 [1] or [num_kv_heads]) are required: the cache is fp8_e4m3",
                       str(cm.exception))
+
+    def test_fp8_cache_reads_check_scales_before_the_library(self):
+        q = FakeCuda(3, 8, 64, dtype="bfloat16")
+        bt, su = FakeCuda(3, 4, dtype="int32"), FakeCuda(3, dtype="int32")
+        att = attnc.Attention(SPEC, db=self.db, device_info=DEVICE)
+        cache = FakeCuda(10, 16, 2, 64, dtype="bfloat16")
+        with self.assertRaises(ValueError) as cm:
+            att.decode(q, cache, cache, bt, su, 64, k_scale=FakeCuda(1))
+        self.assertIn("k_scale given but the cache holds bf16 (spec kv_cache.dtype same); scales dequantise fp8",
+                      str(cm.exception))
+        fp8 = attnc.Attention(SPEC.replace("kernels:", "kv_cache: {dtype: fp8_e5m2}\nkernels:"), db=self.db,
+                              device_info=DEVICE)
+        with self.assertRaises(TypeError) as cm:
+            fp8.decode(q, cache, cache, bt, su, 64)
+        self.assertIn("k_cache must be float8_e5m2 or uint8, got bfloat16", str(cm.exception))
+        c8 = FakeCuda(10, 16, 2, 64, dtype="float8_e5m2")
+        with self.assertRaises(ValueError) as cm:
+            fp8.decode(q, c8, c8, bt, su, 64, k_scale=FakeCuda(2))
+        self.assertIn("k_scale must be [1] (one per-tensor scale), got (2,)", str(cm.exception))
+        with self.assertRaises(ValueError) as cm:
+            fp8.decode(q, c8, c8, bt, su, 64, v_descale=FakeCuda(4, 2))
+        self.assertIn("v_descale: dim 0 (requests) is 4, the spec needs 3", str(cm.exception))
 
     def test_cli_through_python_m(self):
         import subprocess

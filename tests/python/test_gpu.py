@@ -203,6 +203,61 @@ class Gpu(unittest.TestCase):
             torch.testing.assert_close(got_k, (key.float() / 0.5).to(torch.float8_e4m3fn).float(), rtol=0.07, atol=2e-3)
             torch.testing.assert_close(got_v, (value.float() / 2.0).to(torch.float8_e4m3fn).float(), rtol=0.07, atol=2e-3)
 
+    def test_fp8_cache_write_then_decode_and_prefill(self):
+        """reshape_and_cache_flash stores fp8(x / scale); decode and paged prefill read it back with the
+        per-tensor scales, then with FlashAttention-3 descales [batch, Hkv] (an .expand() and a strided
+        view), against float64 attention over the dequantised cache."""
+        dev = torch.device("cuda")
+        for kv_dtype, tdt in (("fp8_e4m3", torch.float8_e4m3fn), ("fp8_e5m2", torch.float8_e5m2)):
+            spec = SPEC.replace("dtype: same", f"dtype: {kv_dtype}").replace("[prefill, decode]",
+                                                                            "[prefill, decode, cache_write]")
+            with attnc.Attention(spec, db=os.path.join(self.tmp.name, "attnc.db")) as att:
+                att.reserve(batch=4, max_seqlen_k=2048)
+                page, lens = 16, [1, 33, 700, 2000]
+                batch, max_blocks = len(lens), (max(lens) + page - 1) // page
+                nb = batch * max_blocks + 7
+                kc = torch.full((nb, page, 2, 128), float("nan"), device=dev).to(tdt)  # poisoned
+                vc = kc.clone()
+                bt = torch.randperm(nb, device=dev)[:batch * max_blocks].to(torch.int32).reshape(batch, max_blocks)
+                slots = torch.cat([bt[i].long().repeat_interleave(page)[:n] * page + torch.arange(n, device=dev) % page
+                                   for i, n in enumerate(lens)])
+                key = torch.randn(sum(lens), 2, 128, device=dev, dtype=torch.bfloat16)
+                value = torch.randn_like(key)
+                k_scale, v_scale = torch.tensor([0.02], device=dev), torch.tensor([0.05], device=dev)
+                att.cache_write(key, value, kc, vc, slots, k_scale=k_scale, v_scale=v_scale)
+                su = torch.tensor(lens, dtype=torch.int32, device=dev)
+                k_desc = (torch.rand(batch, 2, device=dev) + 0.5) * 0.02
+                v_desc_full = (torch.rand(batch, 5, device=dev) + 0.5) * 0.05
+                v_desc = v_desc_full[:, 1:5:2]  # [batch, 2] with strides (5, 2)
+
+                def dequant(cache, factor):  # factor [batch, Hkv] -> the requests' K or V rows
+                    return torch.cat([cache[bt[i].long()].reshape(-1, 2, 128)[:n].double() * factor[i][None, :, None]
+                                      for i, n in enumerate(lens)])
+
+                q = torch.randn(batch, 8, 128, device=dev, dtype=torch.bfloat16)
+                runs = (("scale", dict(k_scale=k_scale, v_scale=v_scale), k_scale.expand(batch, 2), v_scale.expand(batch, 2)),
+                        ("descale", dict(k_descale=k_scale.expand(batch, 2), v_descale=v_desc), k_scale.expand(batch, 2), v_desc),
+                        ("both", dict(k_scale=k_scale, v_scale=v_scale, k_descale=k_desc / 0.02, v_descale=v_desc / 0.05),
+                         k_desc, v_desc))
+                for name, kw, kf, vf in runs:
+                    k_ref, v_ref = dequant(kc, kf.double()), dequant(vc, vf.double())
+                    out, lse = att.decode(q, kc, vc, bt, su, max(lens), **kw)
+                    ref, ref_lse = reference(q, k_ref, v_ref, [1] * batch, lens, 1 / math.sqrt(128))
+                    msg = f"{kv_dtype} decode {name}"
+                    torch.testing.assert_close(out.double(), ref, atol=2e-2, rtol=2e-2, msg=msg)
+                    torch.testing.assert_close(lse.double(), ref_lse, atol=2e-3, rtol=1e-3, msg=msg)
+                    lq = [1, 20, 64, 3]
+                    qp = torch.randn(sum(lq), 8, 128, device=dev, dtype=torch.bfloat16)
+                    cu_q = torch.tensor([0] + list(itertools.accumulate(lq)), dtype=torch.int32, device=dev)
+                    out, lse = att.prefill_paged(qp, kc, vc, cu_q, bt, su, max(lq), max(lens), **kw)
+                    ref, ref_lse = reference(qp, k_ref, v_ref, lq, lens, 1 / math.sqrt(128))
+                    msg = f"{kv_dtype} prefill_paged {name}"
+                    torch.testing.assert_close(out.double(), ref, atol=2e-2, rtol=2e-2, msg=msg)
+                    torch.testing.assert_close(lse.double(), ref_lse, atol=2e-3, rtol=1e-3, msg=msg)
+                # the dequantised cache is what cache_write stored: x / scale, rounded, times scale
+                k_rows = dequant(kc, k_scale.expand(batch, 2).double())
+                torch.testing.assert_close(k_rows, key.double(), atol=0.02 * 0.07 * 8, rtol=0.13)
+
 
 if __name__ == "__main__":
     unittest.main()

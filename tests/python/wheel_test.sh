@@ -15,7 +15,7 @@ t0=$(date +%s)
 echo "wheel_test: built $(basename "$work"/dist/attnc-*.whl) in $(($(date +%s) - t0)) s"
 "$python" -m venv "$work/venv"
 "$work/venv/bin/python" -m pip install -q --no-index --no-deps "$work"/dist/attnc-*.whl
-mkdir -p "$work/tests" && cp "$src/tests/python/test_cpu.py" "$work/tests/" && cd "$work/tests"
+mkdir -p "$work/tests" && cp "$src/tests/python/test_cpu.py" "$src/tests/python/test_vllm_cpu.py" "$work/tests/" && cd "$work/tests"
 "$work/venv/bin/python" - <<'PY'
 import os, attnc, attnc._capi as c
 here = os.path.dirname(attnc.__file__)
@@ -27,4 +27,4 @@ print("wheel_test: import attnc", attnc.version(), "from", here, "| NVRTC", c._b
 PY
 "$work/venv/bin/python" -m attnc --version
 "$work/venv/bin/attnc" validate "$src/specs/llama-3-8b.yaml"
-ATTNC_TEST_INSTALLED=1 ATTNC_CACHE_DIR="$work/cache" "$work/venv/bin/python" -m unittest test_cpu
+ATTNC_TEST_INSTALLED=1 ATTNC_CACHE_DIR="$work/cache" "$work/venv/bin/python" -m unittest test_cpu test_vllm_cpu

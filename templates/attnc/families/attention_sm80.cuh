@@ -14,11 +14,17 @@
 // the pipeline (load_kv), compute_tile (S = QK^T, score and mask, softmax update with the O
 // rescale, O += PV) and finish (store the output or a split's partial).
 //
+// Block-sparse traits (`Sparse`, features/block_sparse.cuh): a key tile no row of the block sees is
+// neither loaded nor computed (a test per tile, so the pipeline keeps its shape), and the pattern
+// masks the tiles it cuts.
+//
 // Traits (written by the emitter) supply:
 //   Element (bf16_t | fp16_t), kHeadDim, kHeadDimV, kBlockM, kBlockN, kWarps, kStages,
 //   kGroup (q heads per kv head), kMask (MaskKind), kSoftcap, kAlibi (Alibi), kSinks,
-//   kLse (LseOut), kPaged, kPackGqa, kSplitKv; int8 kernels also kInt8 (Int8Mode: int8 Q/K[/V]
-//   widened to 16 bits on their way into shared memory, scales on scores and output;
+//   kLse (LseOut), kPaged, kPackGqa, kSplitKv, kKvCache (kCacheSame, or an fp8 paged cache: tiles
+//   stage as fp8 bytes and convert into one fp16 K/V buffer before the compute, and the mma runs in
+//   fp16 with bf16 Q converted once; features/kv_fp8.cuh); int8 kernels also kInt8 (Int8Mode: int8
+//   Q/K[/V] widened to 16 bits on their way into shared memory, scales on scores and output;
 //   features/int8_scales.cuh).
 #pragma once
 
@@ -27,7 +33,9 @@
 #include "attnc/families/combine.cuh"
 #include "attnc/features/alibi.cuh"
 #include "attnc/features/block_range.cuh"
+#include "attnc/features/block_sparse.cuh"
 #include "attnc/features/int8_scales.cuh"
+#include "attnc/features/kv_fp8.cuh"
 #include "attnc/features/kv_source.cuh"
 #include "attnc/features/lse.cuh"
 #include "attnc/features/mask.cuh"
@@ -51,22 +59,38 @@ struct AttentionSm80 {
   static_assert(BM == 16 * T::kWarps, "each warp owns 16 query rows");
   static_assert(BN % 16 == 0 && D % 8 == 0 && DV % 8 == 0, "mma tiles are 16 wide, rows whole 16-byte chunks");
   static_assert(STAGES >= 2, "at least double buffering");
+  static constexpr int CACHE = T::kKvCache;
+  static constexpr bool FP8 = CACHE != kCacheSame;
+  static_assert(!FP8 || (T::kPaged && D % 16 == 0 && DV % 16 == 0), "fp8 caches are paged, rows whole 16-byte chunks");
+  // 16-bit K/V buffers the mma reads: the pipeline's stages, or with fp8 the one converted tile
+  // (the stages hold fp8 bytes).
+  static constexpr int CSTAGES = FP8 ? 1 : STAGES;
+  using ME = typename MmaElemOf<FP8, E>::type;           // the mma's element: fp16 against fp8 caches
+  static constexpr bool QF16 = FP8 && is_same<E, bf16_t>::value;  // bf16 Q converted to fp16 (QToF16)
+  // With fp8 the conversion's shared-memory traffic makes shared memory the limit: each warp keeps
+  // its Q fragments in registers (KSTEPS x 4) instead of re-reading them for every tile (up to
+  // d192: at d256 the 64 registers would spill).
+  static constexpr bool QREG = FP8 && KSTEPS <= 12;
 
   using QTile = SmemTile<BM, DQO>;
   using KTile = SmemTile<BN, DP>;
   using VTile = SmemTile<BN, DVP>;
+  using KStage = Fp8Stage<BN, D>;
+  using VStage = Fp8Stage<BN, DV>;
+  static constexpr int kStageBytes = FP8 ? STAGES * (KStage::kBytes + VStage::kBytes) : 0;
   // int8: K (and V with Int8Mode::qkv) also stage raw, STAGES deep, before widening.
   using RawK = Int8RawTile<BN, D>;
   using RawV = Int8RawTile<BN, DV>;
   static constexpr int kRawStageBytes = (Int8ModeOf<T>::value != Int8Mode::none ? RawK::kBytes : 0) +
                                         (Int8ModeOf<T>::value == Int8Mode::qkv ? RawV::kBytes : 0);
-  static constexpr int kSmemBytes =
-      2 * (QTile::kElems + STAGES * (KTile::kElems + VTile::kElems)) + STAGES * kRawStageBytes;
+  static constexpr int kSmemBytes = 2 * (QTile::kElems + CSTAGES * (KTile::kElems + VTile::kElems)) + kStageBytes +
+                                    STAGES * kRawStageBytes;
 
   using Rows = RowMap<T::kPackGqa, G>;
-  using Kv = KvSource<T::kPaged>;
+  using Kv = KvSource<T::kPaged, typename KvElemOf<FP8>::type>;
   using MaskT = Mask<T::kMask>;
   using AlibiT = AlibiBias<T::kAlibi>;
+  using Sparse = typename SparseOf<T>::type;
   static constexpr Int8Mode I8 = Int8ModeOf<T>::value;
   using Int8T = Int8Scales<I8, T::kPaged>;
 
@@ -83,6 +107,8 @@ struct AttentionSm80 {
     u16* sK;
     u16* sV;
     unsigned char* sRaw;  // int8: STAGES raw stages of K (then V)
+    u8* sK8;  // fp8: the staged stages
+    u8* sV8;
   };
 
   // One thread's part of the compute: its two accumulator rows (mma C layout), O and the softmax.
@@ -95,6 +121,8 @@ struct AttentionSm80 {
     Int8T int8;
     u32 q_base, k_base0, v_base0;  // ldmatrix row bases (SmemTile::frag_addr)
     int xq, xk;                    // and their swizzle keys
+    KvDequant dequant;             // fp8: K's factor on the scores, V's on the output
+    u32 qf[QREG ? KSTEPS : 1][4];  // QREG: this warp's Q fragments
   };
 
   __device__ static void run(const AttentionParams& p, u16* smem) {
@@ -113,6 +141,7 @@ struct AttentionSm80 {
       st.int8.init(p, kv, w.seq, kv_head, DV, rows, w.rows_here,
                    [&](int r) { return w.q_begin + w.rows.token(r); }, [&](int r) { return w.rows.head(r); });
     }
+    if constexpr (FP8) prepare_q(w, st);
     for (int it = 0; it < w.keys.n_tiles; ++it) {
       advance_pipeline(w, kv, it);
       compute_tile(p, w, mask, kv.sk, it, st);
@@ -135,8 +164,10 @@ struct AttentionSm80 {
     w.t1 = w.rows.token(w.rows_here - 1) + 1;
     w.sQ = smem;
     w.sK = w.sQ + QTile::kElems;
-    w.sV = w.sK + STAGES * KTile::kElems;
-    w.sRaw = reinterpret_cast<unsigned char*>(w.sV + STAGES * VTile::kElems);
+    w.sV = w.sK + CSTAGES * KTile::kElems;
+    w.sK8 = reinterpret_cast<u8*>(w.sV + CSTAGES * VTile::kElems);
+    w.sV8 = w.sK8 + STAGES * KStage::kBytes;
+    w.sRaw = w.sK8 + kStageBytes;
     w.tid = threadIdx.x;
     return true;
   }
@@ -161,11 +192,47 @@ struct AttentionSm80 {
     st.q_base = QTile::row_base(w.sQ, warp * 16 + lane % 16);
     st.k_base0 = KTile::row_base(w.sK, lane % 8 + (lane / 16) * 8);
     st.v_base0 = VTile::row_base(w.sV, lane % 16);
+    if constexpr (FP8) st.dequant = KvDequant(p, w.seq, T::kPackGqa ? blockIdx.y : blockIdx.y / G);
+  }
+
+  // fp8: once Q has landed, each warp turns its 16 rows into fp16 if they are bf16 (its scores take
+  // the power of two back), then holds their fragments in registers.
+  __device__ static void prepare_q(const Work& w, State& st) {
+    cp_async_wait<STAGES - 2>();  // the first group (Q and tile 0) has landed for this thread
+    __syncthreads();              // and for every thread
+    if constexpr (QF16) {
+      using Q16 = QToF16<QTile, D>;
+      const int warp = w.tid / 32, lane = w.tid % 32;
+      const int s = Q16::exponent(warp_max(Q16::amax(w.sQ, 16 * warp, lane, 32)));
+      Q16::convert(w.sQ, 16 * warp, lane, 32, s);
+      __syncwarp();
+      st.dequant.k *= Q16::pow2(s);
+    }
+    load_q_frags(st);
+  }
+
+  __device__ static void load_q_frags(State& st) {
+    if constexpr (QREG)
+#pragma unroll
+      for (int kk = 0; kk < KSTEPS; ++kk) ldmatrix_x4(st.qf[kk], QTile::frag_addr(st.q_base, 0, 2 * kk, st.xq));
+  }
+
+  // Whether any row of the block sees a key of [n0, n0 + BN) under the block-sparse pattern (the
+  // heads of a packed block: its kv head's group). `shift` is sk - sq.
+  __device__ static bool tile_visible(const Work& w, int shift, int n0) {
+    const int h0 = w.rows.head_base, h1 = T::kPackGqa ? h0 + G - 1 : h0;
+    return Sparse::tile_visible(w.t0 + shift, w.t1 - 1 + shift, n0, n0 + BN, h0, h1);
   }
 
   // --- the pipeline: K/V tile `tile` into its stage, one cp.async group per tile.
   __device__ static void load_kv(const Work& w, const Kv& kv, int tile) {
     const int n0 = w.keys.n_begin + tile * BN, stage = tile % STAGES;
+    if (Sparse::kEnabled && !tile_visible(w, kv.sk - w.sq, n0)) return;
+    if constexpr (FP8) {
+      KStage::template load_rows_async<NTHREADS>(w.sK8 + stage * KStage::kBytes, kv.k_rows(n0), kv.sk - n0, w.tid);
+      VStage::template load_rows_async<NTHREADS>(w.sV8 + stage * VStage::kBytes, kv.v_rows(n0), kv.sk - n0, w.tid);
+      return;
+    }
     unsigned char* raw = w.sRaw + stage * kRawStageBytes;
     if constexpr (I8 != Int8Mode::none)
       RawK::template load_async<NTHREADS>(raw, kv.k_rows(n0), kv.sk - n0, w.tid);
@@ -198,7 +265,9 @@ struct AttentionSm80 {
     }
   }
 
-  // Queue tile it + STAGES - 1 into the stage every warp has finished with, and wait for tile it.
+  // Queue tile it + STAGES - 1 into the stage every warp has finished with, and wait for tile it
+  // (fp8: and convert it into the 16-bit buffer, which every warp finished with before the first
+  // barrier).
   __device__ static void advance_pipeline(const Work& w, const Kv& kv, int it) {
     __syncthreads();
     if (it + STAGES - 1 < w.keys.n_tiles) load_kv(w, kv, it + STAGES - 1);
@@ -213,12 +282,24 @@ struct AttentionSm80 {
         RawV::template widen<VTile, E, NTHREADS, 2 * DV16>(w.sV + stage * VTile::kElems, raw + RawK::kBytes, w.tid);
       __syncthreads();
     }
+    if constexpr (FP8) {
+      convert_stage<NTHREADS>(w, it % STAGES, w.tid);
+      __syncthreads();
+    }
+  }
+
+  // fp8: stage `stage` of the staged K/V into the 16-bit buffer, by NT threads from `tid`.
+  template <int NT>
+  __device__ static void convert_stage(const Work& w, int stage, int tid) {
+    KStage::template convert<NT, KTile, CACHE>(w.sK8 + stage * KStage::kBytes, w.sK, tid);
+    VStage::template convert<NT, VTile, CACHE>(w.sV8 + stage * VStage::kBytes, w.sV, tid);
   }
 
   // --- compute_tile: one K/V tile of keys [n0, n0 + BN) for this warp's 16 rows.
   __device__ static void compute_tile(const AttentionParams& p, const Work& w, const MaskT& mask, int sk, int it,
                                       State& st) {
-    const int n0 = w.keys.n_begin + it * BN, stage = it % STAGES;
+    const int n0 = w.keys.n_begin + it * BN, stage = it % CSTAGES;
+    if (Sparse::kEnabled && !tile_visible(w, sk - w.sq, n0)) return;
     float acc_s[BN / 8][4];
     mma_qk(st, stage, acc_s);
     st.int8.scale_scores(acc_s, n0, st.col0, sk);
@@ -239,13 +320,18 @@ struct AttentionSm80 {
 #pragma unroll
     for (int kk = 0; kk < KSTEPS; ++kk) {
       u32 a[4];
-      ldmatrix_x4(a, QTile::frag_addr(st.q_base, 0, 2 * kk, st.xq));
+      if constexpr (QREG) {
+#pragma unroll
+        for (int j = 0; j < 4; ++j) a[j] = st.qf[kk][j];
+      } else {
+        ldmatrix_x4(a, QTile::frag_addr(st.q_base, 0, 2 * kk, st.xq));
+      }
 #pragma unroll
       for (int nn = 0; nn < BN / 16; ++nn) {
         u32 b[4];
         ldmatrix_x4(b, KTile::frag_addr(k_base, nn * 16, 2 * kk, st.xk));
-        mma_16816<E>(acc_s[2 * nn], a, b[0], b[1]);
-        mma_16816<E>(acc_s[2 * nn + 1], a, b[2], b[3]);
+        mma_16816<ME>(acc_s[2 * nn], a, b[0], b[1]);
+        mma_16816<ME>(acc_s[2 * nn + 1], a, b[2], b[3]);
       }
     }
   }
@@ -253,16 +339,21 @@ struct AttentionSm80 {
   // Logits in base 2: softcap, ALiBi, then the mask where the tile crosses a boundary.
   __device__ static void score_and_mask(const AttentionParams& p, const Work& w, const MaskT& mask, int sk, int n0,
                                         const State& st, float (&acc_s)[BN / 8][4]) {
-    const ScoreTransform<T::kSoftcap> score(p);
-    const bool need_mask = mask.tile_needs_mask(w.t0, w.t1, n0, n0 + BN, sk);
-    const int shift = sk - w.sq;
+    ScoreTransform<T::kSoftcap> score(p);
+    if constexpr (FP8) score.mul *= st.dequant.k;  // (q . k_stored) * k factor: the true q . k
+    const int shift = sk - w.sq, h0 = w.rows.head_base;
+    const bool need_mask = mask.tile_needs_mask(w.t0, w.t1, n0, n0 + BN, sk) ||
+                           !Sparse::tile_full(w.t0 + shift, w.t1 - 1 + shift, n0, n0 + BN, h0,
+                                              T::kPackGqa ? h0 + G - 1 : h0);
+    const typename Sparse::Row rows[2] = {typename Sparse::Row(w.rows.head(st.row0)),
+                                          typename Sparse::Row(w.rows.head(st.row0 + 8))};
 #pragma unroll
     for (int nt = 0; nt < BN / 8; ++nt)
 #pragma unroll
       for (int c = 0; c < 4; ++c) {
         const int i = st.tok[c / 2], j = n0 + nt * 8 + st.col0 + (c % 2);
         float x = st.alibi[c / 2](score(acc_s[nt][c]), i + shift - j);
-        if (need_mask && (j >= sk || !mask.allowed(i, j))) x = neg_inf();
+        if (need_mask && (j >= sk || !mask.allowed(i, j) || !rows[c / 2].allowed(i + shift, j))) x = neg_inf();
         acc_s[nt][c] = x;
       }
   }
@@ -273,16 +364,16 @@ struct AttentionSm80 {
 #pragma unroll
     for (int kk = 0; kk < BN / 16; ++kk) {
       u32 a[4];
-      a[0] = pack2<E>(acc_s[2 * kk][0], acc_s[2 * kk][1]);
-      a[1] = pack2<E>(acc_s[2 * kk][2], acc_s[2 * kk][3]);
-      a[2] = pack2<E>(acc_s[2 * kk + 1][0], acc_s[2 * kk + 1][1]);
-      a[3] = pack2<E>(acc_s[2 * kk + 1][2], acc_s[2 * kk + 1][3]);
+      a[0] = pack2<ME>(acc_s[2 * kk][0], acc_s[2 * kk][1]);
+      a[1] = pack2<ME>(acc_s[2 * kk][2], acc_s[2 * kk][3]);
+      a[2] = pack2<ME>(acc_s[2 * kk + 1][0], acc_s[2 * kk + 1][1]);
+      a[3] = pack2<ME>(acc_s[2 * kk + 1][2], acc_s[2 * kk + 1][3]);
 #pragma unroll
       for (int dd = 0; dd < DV16; ++dd) {
         u32 b[4];
         ldmatrix_x4_trans(b, VTile::frag_addr(v_base, kk * 16, 2 * dd, st.xq));
-        mma_16816<E>(st.acc_o[2 * dd], a, b[0], b[1]);
-        mma_16816<E>(st.acc_o[2 * dd + 1], a, b[2], b[3]);
+        mma_16816<ME>(st.acc_o[2 * dd], a, b[0], b[1]);
+        mma_16816<ME>(st.acc_o[2 * dd + 1], a, b[2], b[3]);
       }
     }
   }
@@ -298,6 +389,10 @@ struct AttentionSm80 {
       else st.softmax.template finish<true>(inv_sum, lse2, sink2);
     } else {
       st.softmax.finish(inv_sum, lse2);
+    }
+    if constexpr (FP8) {
+      inv_sum[0] *= st.dequant.v;
+      inv_sum[1] *= st.dequant.v;
     }
     cp_async_wait<0>();
     st.int8.template scale_output<2 * DV16, DV>(st.acc_o, st.col0);

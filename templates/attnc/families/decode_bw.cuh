@@ -9,7 +9,9 @@
 // SplitCombine (combine.cuh) merges.
 //
 // K/V load with one page-table read per 16 keys (KvSource::group): page sizes are multiples of 16 and
-// tiles start at multiples of 16, so 16 keys never cross a page.
+// tiles start at multiples of 16, so 16 keys never cross a page. An fp8 cache (kKvCache) stages
+// as fp8 bytes in the warp's stages and each warp converts its tile into its one fp16 K/V buffer
+// before computing it (features/kv_fp8.cuh).
 //
 // Traits: as attention_sm80.cuh's, with kBlockM = 16 (the rows of a block), kWarps (warps on
 // separate keys), kBlockN (the keys of one warp's tile), kPaged, kPackGqa and kSplitKv true.
@@ -42,8 +44,14 @@ struct DecodeBw {
   using VTile = typename Tile::VTile;
   using KGroup = SmemTile<16, DP>;  // 16 rows of a K tile: same swizzle, rows 16 * g on
   using VGroup = SmemTile<16, DVP>;
-  static constexpr int kWarpElems = STAGES * (KTile::kElems + VTile::kElems);  // one warp's stages
-  static constexpr int kPipeBytes = 2 * (QTile::kElems + W * kWarpElems);
+  static constexpr bool FP8 = Tile::FP8;
+  static constexpr int CSTAGES = Tile::CSTAGES;
+  using KStage = typename Tile::KStage;  // fp8: one warp's staged tile (16-key groups 16 * D bytes apart)
+  using VStage = typename Tile::VStage;
+  // One warp's part: its 16-bit K/V buffers (the stages, or fp8's converted tile), then fp8 stages.
+  static constexpr int kWarpBytes =
+      2 * CSTAGES * (KTile::kElems + VTile::kElems) + (FP8 ? STAGES * (KStage::kBytes + VStage::kBytes) : 0);
+  static constexpr int kPipeBytes = 2 * QTile::kElems + W * kWarpBytes;
   // The merge overlays the pipeline: each warp's O [16][OS] fp32 (rows padded by 8 floats, so a
   // quad's rows fall in different banks), then its row max and sum [16] apart from it.
   static constexpr int OS = DV + 8;
@@ -68,12 +76,14 @@ struct DecodeBw {
     load_q(p, w);
     Work mine = w;  // this warp's keys, stages and lanes
     mine.keys = warp_range(block, warp);
-    mine.sK = w.sQ + QTile::kElems + warp * kWarpElems;
-    mine.sV = mine.sK + STAGES * KTile::kElems;
+    mine.sK = reinterpret_cast<u16*>(reinterpret_cast<char*>(w.sQ + QTile::kElems) + warp * kWarpBytes);
+    mine.sV = mine.sK + CSTAGES * KTile::kElems;
+    mine.sK8 = reinterpret_cast<u8*>(mine.sV + CSTAGES * VTile::kElems);
+    mine.sV8 = mine.sK8 + STAGES * KStage::kBytes;
     mine.tid = w.tid % 32;
 #pragma unroll
     for (int s = 0; s < STAGES - 1; ++s) {
-      if (s < mine.keys.n_tiles) load_kv(mine, kv, s);
+      if (s < mine.keys.n_tiles && visible(mine, kv, s)) load_kv(mine, kv, s);
       cp_async_commit();
     }
     cp_async_wait<STAGES - 1>();  // Q (the oldest group) has landed for this thread
@@ -81,16 +91,45 @@ struct DecodeBw {
 
     State st;
     Tile::init_state(p, mine, st);
+    if constexpr (Tile::QF16) st.dequant.k *= q_to_f16(w);
+    Tile::load_q_frags(st);  // (fp8: Q's fragments stay in registers)
     for (int it = 0; it < mine.keys.n_tiles; ++it) {
       __syncwarp();  // the stage refilled next was read by every lane at it - 1
-      if (it + STAGES - 1 < mine.keys.n_tiles) load_kv(mine, kv, it + STAGES - 1);
+      if (it + STAGES - 1 < mine.keys.n_tiles && visible(mine, kv, it + STAGES - 1)) load_kv(mine, kv, it + STAGES - 1);
       cp_async_commit();
       cp_async_wait<STAGES - 1>();
       __syncwarp();  // every lane's copies of tile it are visible to the warp
+      if constexpr (FP8) {  // the 16-bit buffer was last read at it - 1, before the first __syncwarp
+        Tile::template convert_stage<32>(mine, it % STAGES, mine.tid);
+        __syncwarp();
+      }
       Tile::compute_tile(p, mine, mask, kv.sk, it, st);
     }
     cp_async_wait<0>();
     merge_and_store(p, mine, st);
+  }
+
+  // bf16 Q against an fp8 cache: the block's Q tile (landed) into fp16 in place, the warps' maxima
+  // met in the stats area (free until the merge); returns the power of two the scores take back.
+  __device__ static float q_to_f16(const Work& w) {
+    using Q16 = QToF16<QTile, T::kHeadDim>;
+    float* s_max = reinterpret_cast<float*>(reinterpret_cast<char*>(w.sQ) + kStatsOffset);
+    const float m = warp_max(Q16::amax(w.sQ, 0, w.tid, NTHREADS));
+    if (w.tid % 32 == 0) s_max[w.tid / 32] = m;
+    __syncthreads();
+    float all = 0.f;
+#pragma unroll
+    for (int i = 0; i < W; ++i) all = fmaxf(all, s_max[i]);
+    const int s = Q16::exponent(all);
+    __syncthreads();  // every warp read the maxima and Q before any thread writes Q
+    Q16::convert(w.sQ, 0, w.tid, NTHREADS, s);
+    __syncthreads();
+    return Q16::pow2(s);
+  }
+
+  // Block-sparse: a tile no row sees is not loaded (compute_tile skips it too).
+  __device__ static bool visible(const Work& w, const Kv& kv, int tile) {
+    return Tile::tile_visible(w, kv.sk - w.sq, w.keys.n_begin + tile * BN);
   }
 
   // Warp `warp`'s run of the block's tiles: W contiguous runs whose lengths differ by at most one.
@@ -113,14 +152,21 @@ struct DecodeBw {
   // the KV length is zero-filled; its copies name the tile's first group, which exists.
   __device__ static void load_kv(const Work& w, const Kv& kv, int tile) {
     const int n0 = w.keys.n_begin + tile * BN, stage = tile % STAGES;
-    u16* sk = w.sK + stage * KTile::kElems;
-    u16* sv = w.sV + stage * VTile::kElems;
 #pragma unroll
     for (int g = 0; g < BN / 16; ++g) {
       const int n = n0 + 16 * g, valid = kv.sk - n;
-      const KvGroup rows = kv.group(valid > 0 ? n : n0);
-      KGroup::template load_rows_async<32, 2 * KSTEPS, T::kHeadDim / 8>(sk + 16 * g * DP, rows.k, valid, w.tid);
-      VGroup::template load_rows_async<32, 2 * Tile::DV16, DV / 8>(sv + 16 * g * DVP, rows.v, valid, w.tid);
+      const auto rows = kv.group(valid > 0 ? n : n0);
+      if constexpr (FP8) {
+        u8* sk = w.sK8 + stage * KStage::kBytes + 16 * g * T::kHeadDim;
+        u8* sv = w.sV8 + stage * VStage::kBytes + 16 * g * DV;
+        Fp8Stage<16, T::kHeadDim>::template load_rows_async<32>(sk, rows.k, valid, w.tid);
+        Fp8Stage<16, DV>::template load_rows_async<32>(sv, rows.v, valid, w.tid);
+      } else {
+        u16* sk = w.sK + stage * KTile::kElems;
+        u16* sv = w.sV + stage * VTile::kElems;
+        KGroup::template load_rows_async<32, 2 * KSTEPS, T::kHeadDim / 8>(sk + 16 * g * DP, rows.k, valid, w.tid);
+        VGroup::template load_rows_async<32, 2 * Tile::DV16, DV / 8>(sv + 16 * g * DVP, rows.v, valid, w.tid);
+      }
     }
   }
 
@@ -154,6 +200,8 @@ struct DecodeBw {
 
     const bool partial = T::kSplitKv && p.num_splits > 1;
     constexpr int kChunks = DV / 8;
+    float v_factor = 1.f;  // fp8: V's dequantisation factor, on the output rows
+    if constexpr (FP8) v_factor = KvDequant(p, w.seq, blockIdx.y).v;
     for (int task = tid; task < 16 * kChunks; task += NTHREADS) {
       const int row = task / kChunks, c = (task % kChunks) * 8;
       if (row >= w.rows_here) break;  // tasks go row by row
@@ -167,6 +215,7 @@ struct DecodeBw {
       float out_scale = 1.f;
       if constexpr (T::kSinks)
         if (!partial) out_scale = total.join(p.sinks[w.rows.head(row)] * kLog2e);
+      if constexpr (FP8) out_scale *= v_factor;
       const float inv = total.sum > 0.f ? out_scale / total.sum : 0.f;
       float acc[8];
 #pragma unroll

@@ -18,6 +18,9 @@
 // them on the way. K/V rows past a request's end come from the next request (or zero fill past the
 // tensor) and are masked; query rows past it are computed and not stored.
 //
+// Block-sparse traits (`Sparse`, features/block_sparse.cuh): the producer and the consumers walk the
+// same list of visible key tiles (Sparse::Tiles), so a skipped tile is never loaded nor computed.
+//
 // Traits (written by the emitter) supply:
 //   Element (bf16_t | fp16_t), kHeadDim, kHeadDimV (multiples of 8, <= 256, Dv's 64-column blocks
 //   no more than D's), kGroup, kBlockM (= 64 * kConsumerWarpgroups), kBlockN, kStages,
@@ -27,6 +30,7 @@
 
 #include "attnc/features/alibi.cuh"
 #include "attnc/features/block_range.cuh"
+#include "attnc/features/block_sparse.cuh"
 #include "attnc/features/logits.cuh"
 #include "attnc/features/lse.cuh"
 #include "attnc/features/mask.cuh"
@@ -69,6 +73,18 @@ struct PrefillSm90 {
   using OTile = SwizzledTile<BM, DV>;  // staged over the Q tile: same rows, fewer or as many blocks
   static_assert(OTile::kBlocks <= QTile::kBlocks, "the output tile fits in the Q tile");
 
+  using Sparse = typename SparseOf<T>::type;
+  // The key tiles a block visits, in order: all of the mask's range, or the visible ones.
+  template <class S, bool = S::kEnabled>
+  struct TileListOf {
+    using type = DenseTiles<BN>;
+  };
+  template <class S>
+  struct TileListOf<S, true> {
+    using type = typename S::template Tiles<BN>;
+  };
+  using TileList = typename TileListOf<Sparse>::type;
+
   // Shared memory: Q, the K ring, the V ring, then the barriers; 1 KiB of slack aligns the tiles.
   struct Barriers {
     u64 q_full;
@@ -93,7 +109,8 @@ struct PrefillSm90 {
   // What every thread knows about its block: the rows, the key tiles, where the request lives.
   struct Block {
     int seq, head, kv_head, m0, rows_here, sq, sk, q_begin, k_begin;
-    int n_begin, n_tiles;  // key tiles [n_begin, n_begin + n_tiles * BN)
+    int n_tiles;     // key tiles visited
+    TileList tiles;  // which: tile t holds keys [t * BN, t * BN + BN)
   };
 
   __device__ static bool setup(const AttentionParams& p, Block& b) {
@@ -111,8 +128,12 @@ struct PrefillSm90 {
     b.rows_here = min(BM, b.sq - b.m0);
     const Mask<T::kMask> mask(b.sq, b.sk, p.window_left, p.window_right);
     const BlockRange r = block_range<BN>(mask, b.m0, b.m0 + b.rows_here, b.sk, 0, 1);
-    b.n_begin = r.n_begin;
-    b.n_tiles = r.n_tiles;
+    if constexpr (Sparse::kEnabled)
+      b.tiles = TileList(b.m0 + mask.shift, b.m0 + b.rows_here - 1 + mask.shift, r.n_begin / BN,
+                         r.n_begin / BN + r.n_tiles, b.head);
+    else
+      b.tiles = TileList{r.n_begin / BN, r.n_begin / BN + r.n_tiles};
+    b.n_tiles = b.tiles.count();
     return true;
   }
 
@@ -120,8 +141,7 @@ struct PrefillSm90 {
     Block b;
     if (!setup(p, b)) return;
 
-    const u32 raw = smem_u32(smem_raw);
-    u16* tiles = reinterpret_cast<u16*>(smem_raw + (((raw + 1023) & ~1023u) - raw));
+    u16* tiles = reinterpret_cast<u16*>(tma_aligned_smem(smem_raw));
     Smem sm{tiles, tiles + QTile::kElems, tiles + QTile::kElems + STAGES * KTile::kElems,
             reinterpret_cast<Barriers*>(reinterpret_cast<unsigned char*>(tiles) + kTileBytes)};
     if (threadIdx.x == 0) {
@@ -146,6 +166,13 @@ struct PrefillSm90 {
     }
   }
 
+  // The i-th key tile visited, given the (i-1)-th: dense blocks index their range (no register
+  // carried through the loop), sparse ones walk the list.
+  __device__ static int tile_at(const Block& b, int i, int prev) {
+    if constexpr (Sparse::kEnabled) return i == 0 ? b.tiles.first() : b.tiles.next(prev);
+    else return b.tiles.first() + i;
+  }
+
   // ---- producer -----------------------------------------------------------------------------
 
   __device__ static void load(const AttentionParams& p, const AttentionTensorMaps& maps, const Block& b,
@@ -159,24 +186,28 @@ struct PrefillSm90 {
       tma_load_3d(sm.q + c * BM * 64, &maps.q, &sm.bar->q_full, c * 64, b.head, b.q_begin + b.m0);
 
     auto load_tile = [&](const TmaDescriptor* map, u16* dst, u64* full, u64* empty, int blocks, int tile_elems,
-                         int tile_bytes, int rows, int i) {
+                         int tile_bytes, int rows, int i, int tile) {
       const int s = i % STAGES;
       mbar_wait(&empty[s], ((i / STAGES) & 1) ^ 1);  // the consumers have released this stage
       mbar_arrive_expect_tx(&full[s], tile_bytes);
-      const int row = b.k_begin + b.n_begin + i * BN;
+      const int row = b.k_begin + tile * BN;
       for (int c = 0; c < blocks; ++c)
         tma_load_3d(dst + s * tile_elems + c * rows * 64, map, &full[s], c * 64, b.kv_head, row);
     };
-    auto load_k = [&](int i) {
-      load_tile(&maps.k, sm.k, sm.bar->k_full, sm.bar->k_empty, KTile::kBlocks, KTile::kElems, KTile::kBytes, BN, i);
+    auto load_k = [&](int i, int tile) {
+      load_tile(&maps.k, sm.k, sm.bar->k_full, sm.bar->k_empty, KTile::kBlocks, KTile::kElems, KTile::kBytes, BN, i,
+                tile);
     };
-    auto load_v = [&](int i) {
-      load_tile(&maps.v, sm.v, sm.bar->v_full, sm.bar->v_empty, VTile::kBlocks, VTile::kElems, VTile::kBytes, BN, i);
+    auto load_v = [&](int i, int tile) {
+      load_tile(&maps.v, sm.v, sm.bar->v_full, sm.bar->v_empty, VTile::kBlocks, VTile::kElems, VTile::kBytes, BN, i,
+                tile);
     };
-    if (b.n_tiles > 0) load_k(0);
+    int k_tile = tile_at(b, 0, 0), v_tile = k_tile;  // K runs one tile ahead of V
+    if (b.n_tiles > 0) load_k(0, k_tile);
     for (int i = 0; i < b.n_tiles; ++i) {
-      if (i + 1 < b.n_tiles) load_k(i + 1);
-      load_v(i);
+      if (i + 1 < b.n_tiles) load_k(i + 1, k_tile = tile_at(b, i + 1, k_tile));
+      load_v(i, v_tile);
+      v_tile = k_tile;
     }
   }
 
@@ -231,9 +262,12 @@ struct PrefillSm90 {
     const AlibiBias<T::kAlibi> alibi[2] = {AlibiBias<T::kAlibi>(p, b.seq, b.head),
                                            AlibiBias<T::kAlibi>(p, b.seq, b.head)};
     const int t1 = b.m0 + b.rows_here;
-    auto logits = [&](float (&s)[BN / 8][4], int i) {
-      const int n0 = b.n_begin + i * BN;
-      apply_logits(s, score, alibi, mask, tok, n0, col0, b.sk, mask.tile_needs_mask(b.m0, t1, n0, n0 + BN, b.sk));
+    const typename Sparse::Row rows[2] = {typename Sparse::Row(b.head), typename Sparse::Row(b.head)};
+    auto logits = [&](float (&s)[BN / 8][4], int tile) {
+      const int n0 = tile * BN;
+      const bool need_mask = mask.tile_needs_mask(b.m0, t1, n0, n0 + BN, b.sk) ||
+                             !Sparse::tile_full(b.m0 + mask.shift, t1 - 1 + mask.shift, n0, n0 + BN, b.head, b.head);
+      apply_logits(s, score, alibi, mask, rows, tok, n0, col0, b.sk, need_mask);
     };
 
     float o[DVN / 8][4];
@@ -257,7 +291,8 @@ struct PrefillSm90 {
       wgmma_wait<0>();
       fence_operand(s);
       release(&sm.bar->k_empty[0]);
-      logits(s, 0);
+      int tile = tile_at(b, 0, 0);
+      logits(s, tile);
       softmax.update(s, rescale);
       to_operand(s, pf);
 
@@ -278,7 +313,7 @@ struct PrefillSm90 {
         wgmma_wait<1>();
         fence_operand(s);
         release(&sm.bar->k_empty[st]);
-        logits(s, i);
+        logits(s, tile = tile_at(b, i, tile));
         softmax.update(s, rescale);
         wgmma_wait<0>();
         fence_operand(o);

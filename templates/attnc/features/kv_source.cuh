@@ -10,24 +10,27 @@ namespace attnc {
 
 // Rows `stride` elements apart from `base`, as SmemTile::load_rows_async wants them. The compiler
 // strength-reduces this form across a thread's rows.
+template <class KE>
 struct StridedRows {
-  const u16* base;
+  const KE* base;
   long long stride;
-  __device__ const u16* operator()(int r) const { return base + r * stride; }
+  __device__ const KE* operator()(int r) const { return base + r * stride; }
 };
 
 // The K and V rows of 16 consecutive keys (KvSource::group).
+template <class KE>
 struct KvGroup {
-  StridedRows k, v;
+  StridedRows<KE> k, v;
 };
 
-template <bool PAGED>
+// KE: the cache's element, u16 (the model's dtype) or u8 (fp8, features/kv_fp8.cuh).
+template <bool PAGED, class KE = u16>
 struct KvSource;
 
-template <>
-struct KvSource<false> {
-  const u16* k;
-  const u16* v;
+template <class KE>
+struct KvSource<false, KE> {
+  const KE* k;
+  const KE* v;
   long long k_row, v_row;
   int sk;  // KV length of the request
 
@@ -36,23 +39,23 @@ struct KvSource<false> {
     sk = p.cu_seqlens_k[seq + 1] - begin;
     k_row = p.k_row_stride;
     v_row = p.v_row_stride;
-    k = static_cast<const u16*>(p.k) + begin * k_row + kv_head * p.k_head_stride;
-    v = static_cast<const u16*>(p.v) + begin * v_row + kv_head * p.v_head_stride;
+    k = static_cast<const KE*>(p.k) + begin * k_row + kv_head * p.k_head_stride;
+    v = static_cast<const KE*>(p.v) + begin * v_row + kv_head * p.v_head_stride;
   }
-  __device__ const u16* k_at(int n) const { return k + n * k_row; }
-  __device__ const u16* v_at(int n) const { return v + n * v_row; }
+  __device__ const KE* k_at(int n) const { return k + n * k_row; }
+  __device__ const KE* v_at(int n) const { return v + n * v_row; }
 
   // Rows of the tile starting at key n0: contiguous rows are a base plus a stride.
-  __device__ StridedRows k_rows(int n0) const { return {k_at(n0), k_row}; }
-  __device__ StridedRows v_rows(int n0) const { return {v_at(n0), v_row}; }
+  __device__ StridedRows<KE> k_rows(int n0) const { return {k_at(n0), k_row}; }
+  __device__ StridedRows<KE> v_rows(int n0) const { return {v_at(n0), v_row}; }
   // The 16 keys from n (a multiple of 16): the same form.
-  __device__ KvGroup group(int n) const { return {k_rows(n), v_rows(n)}; }
+  __device__ KvGroup<KE> group(int n) const { return {k_rows(n), v_rows(n)}; }
 };
 
-template <>
-struct KvSource<true> {
-  const u16* k;
-  const u16* v;
+template <class KE>
+struct KvSource<true, KE> {
+  const KE* k;
+  const KE* v;
   const int* pages;  // physical page of each logical page of the request
   int page_size;
   long long k_row, v_row, k_block, v_block;
@@ -70,14 +73,14 @@ struct KvSource<true> {
     }
     k_row = p.k_row_stride; v_row = p.v_row_stride;
     k_block = p.k_block_stride; v_block = p.v_block_stride;
-    k = static_cast<const u16*>(p.k) + kv_head * p.k_head_stride;
-    v = static_cast<const u16*>(p.v) + kv_head * p.v_head_stride;
+    k = static_cast<const KE*>(p.k) + kv_head * p.k_head_stride;
+    v = static_cast<const KE*>(p.v) + kv_head * p.v_head_stride;
   }
-  __device__ const u16* k_at(int n) const {
+  __device__ const KE* k_at(int n) const {
     const int lp = n / page_size;
     return k + pages[lp] * k_block + (n - lp * page_size) * k_row;
   }
-  __device__ const u16* v_at(int n) const {
+  __device__ const KE* v_at(int n) const {
     const int lp = n / page_size;
     return v + pages[lp] * v_block + (n - lp * page_size) * v_row;
   }
@@ -86,19 +89,19 @@ struct KvSource<true> {
   struct KRows {
     const KvSource* src;
     int n0;
-    __device__ const u16* operator()(int r) const { return src->k_at(n0 + r); }
+    __device__ const KE* operator()(int r) const { return src->k_at(n0 + r); }
   };
   struct VRows {
     const KvSource* src;
     int n0;
-    __device__ const u16* operator()(int r) const { return src->v_at(n0 + r); }
+    __device__ const KE* operator()(int r) const { return src->v_at(n0 + r); }
   };
   __device__ KRows k_rows(int n0) const { return {this, n0}; }
   __device__ VRows v_rows(int n0) const { return {this, n0}; }
 
   // The 16 keys from n (a multiple of 16, n < sk). Page sizes are multiples of 16, so they lie in
   // one page: one page-table read and one base pointer serve all 16 rows.
-  __device__ KvGroup group(int n) const {
+  __device__ KvGroup<KE> group(int n) const {
     const int lp = n / page_size;
     const long long page = pages[lp];
     const int slot = n - lp * page_size;

@@ -1,5 +1,6 @@
 // Raw q.k accumulators of one key tile -> base-2 logits (attention-semantics.md §1.1-§1.6): the
-// score transform (scale, softcap), ALiBi, then the mask where the tile crosses a boundary.
+// score transform (scale, softcap), ALiBi, then the mask (and the block-sparse pattern of each
+// row's head, features/block_sparse.cuh) where the tile crosses a boundary.
 // Works on mma.sync m16n8 and wgmma m64nN C fragments alike: s[nt][c] is the thread's row c / 2
 // (token tok[c / 2]) and key n0 + nt * 8 + col0 + c % 2.
 #pragma once
@@ -11,10 +12,11 @@
 
 namespace attnc {
 
-template <int NT, bool SOFTCAP, Alibi ALIBI, MaskKind MASK>
+template <int NT, bool SOFTCAP, Alibi ALIBI, MaskKind MASK, class SparseRow>
 __device__ __forceinline__ void apply_logits(float (&s)[NT][4], const ScoreTransform<SOFTCAP>& score,
                                              const AlibiBias<ALIBI> (&alibi)[2], const Mask<MASK>& mask,
-                                             const int (&tok)[2], int n0, int col0, int sk, bool need_mask) {
+                                             const SparseRow (&sparse)[2], const int (&tok)[2], int n0, int col0,
+                                             int sk, bool need_mask) {
 #pragma unroll
   for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
@@ -26,7 +28,8 @@ __device__ __forceinline__ void apply_logits(float (&s)[NT][4], const ScoreTrans
 #pragma unroll
       for (int c = 0; c < 4; ++c) {
         const int j = n0 + nt * 8 + col0 + (c % 2);
-        if (j >= sk || !mask.allowed(tok[c / 2], j)) s[nt][c] = neg_inf();
+        if (j >= sk || !mask.allowed(tok[c / 2], j) || !sparse[c / 2].allowed(tok[c / 2] + mask.shift, j))
+          s[nt][c] = neg_inf();
       }
   }
 }

@@ -1,4 +1,4 @@
-// Parameters of the op families merge_states and cache_write: POD structs included by the host
+// Parameters of the op families merge_states, lse_correct and cache_write: POD structs included by the host
 // compiler and by NVRTC, so host and device cannot disagree on layout. Builtin types only (NVRTC
 // has no C library headers). Strides are in elements and 64-bit; the last dimension is contiguous.
 #pragma once
@@ -34,6 +34,38 @@ struct MergeParams {
   int num_heads;
   int head_size;    // a multiple of 8: each thread moves 8 elements (16 bytes)
   int lse_base2;    // 0: LSEs are natural logs (vLLM, FlashAttention); 1: base 2 (FlashInfer, ixformer)
+};
+
+// The LSE correction of decode context parallelism (attention-semantics.md §9; vLLM's
+// cp_lse_ag_out_rs before its reduce-scatter). N ranks each attended to a shard of every request's
+// keys; `lses` holds all their LSEs (an all-gather). For token t, head h:
+//   l_r = lses[r, t, h] (NaN or +inf count as -inf),  M = max_r l_r (0 when every l_r is -inf)
+//   lse = M + log(sum_r exp(l_r - M))                  (base 2: exp2/log2)
+//   out[t, h, :] = partial[t, h, :] * exp(l_rank - lse)  (0 where that weight is 0 or NaN)
+//   out_lse[t, h] = lse
+// so the N ranks' outputs summed over r are the attention over all keys. The output's head h
+// goes to chunk h / heads_per_chunk, head h % heads_per_chunk of it: chunk_stride = tokens *
+// heads_per_chunk * head_size lays the output out as [chunks, tokens, heads_per_chunk, head_size],
+// what a reduce-scatter over heads takes, without a transposing copy (heads_per_chunk =
+// num_heads, chunk_stride 0: the plain [tokens, heads, head_size]). partial and out are 16-bit.
+struct LseCorrectParams {
+  void* out;
+  const void* partial;
+  const float* lses;
+  float* out_lse;  // may be null
+
+  long long out_row_stride, out_head_stride, out_chunk_stride;
+  long long partial_row_stride, partial_head_stride;
+  long long lses_rank_stride, lses_token_stride, lses_head_stride;  // in floats
+  long long out_lse_token_stride, out_lse_head_stride;
+
+  int num_tokens;
+  int num_heads;
+  int head_size;        // a multiple of 8: each thread moves 8 elements (16 bytes)
+  int heads_per_chunk;  // divides num_heads
+  int world_size;       // N, the ranks whose LSEs `lses` holds
+  int rank;             // whose partial this is
+  int lse_base2;        // 0: natural logs; 1: base 2
 };
 
 // reshape_and_cache_flash (attention-semantics.md §4.2): token t's key and value rows go to slot
@@ -94,6 +126,7 @@ struct Int8QuantizeParams {
 // Launch shapes, shared by the planner, the host argument code and the templates.
 constexpr int kMergeThreads = 128;          // grid (tokens * head_size / 8 / 128, heads): a chunk per thread
 constexpr int kCacheWriteThreads = 128;     // one token per block, threads over (head, chunk)
+constexpr int kLseCorrectThreads = 128;     // as merge: a 16-byte chunk per thread, grid y = heads
 
 // Cache element encodings (the traits' kCache).
 constexpr int kCacheSame = 0;      // the model's 16-bit dtype, copied bit for bit

@@ -15,7 +15,8 @@ namespace attnc {
 // K/V, contiguous (compiled without kPaged): k [total_k, Hkv, D], v [total_k, Hkv, Dv], lengths from
 // cu_seqlens_k.
 //
-// K/V, paged (compiled with kPaged): token t of a request lives in page pages[t / page_size] at slot
+// K/V, paged (compiled with kPaged), of 16-bit elements or, with an fp8 kKvCache, of fp8 bytes
+// (strides in elements either way): token t of a request lives in page pages[t / page_size] at slot
 // t % page_size; element (page, slot, head, d) of K is at k + page * k_block_stride + slot *
 // k_row_stride + head * k_head_stride + d (V alike). This covers vLLM's (2, nb, bs, Hkv, D), the
 // int8 fork's (2, nb, Hkv, bs, D) and FlashInfer's (nb, 2, bs|Hkv, ...) by strides alone.
@@ -76,6 +77,18 @@ struct AttentionParams {
   float* o_partial;
   float* lse_partial;
 
+  // MLA decode (mla_decode): q_pe [total_q, Hq, 64] given apart from q_nope (then q holds the
+  // first 512 columns); null when q holds all 576.
+  const void* q_pe;
+  long long q_pe_row_stride, q_pe_head_stride;
+  // fp8 paged caches (traits kKvCache): element = stored byte * k_scale[0] * k_descale[seq, kv head]
+  // (V alike); each pointer may be null (factor 1). Strides in floats (0: broadcast, as .expand()).
+  const float* k_scale;
+  const float* v_scale;
+  const float* k_descale;
+  const float* v_descale;
+  long long k_descale_batch_stride, k_descale_head_stride;
+  long long v_descale_batch_stride, v_descale_head_stride;
   // int8 attention (compiled with kInt8, features/int8_scales.cuh; attention-semantics.md §5.2).
   // q and k hold int8 (v too with Int8Mode::qkv). Their strides above are then in 2-byte units
   // (the host halves the element strides, which are multiples of 8), so the 16-bit row addressing

@@ -9,6 +9,13 @@
 
 namespace attnc {
 
+// The first 1024-byte aligned address of dynamic shared memory: TMA's 128-byte swizzle repeats
+// every 1024 bytes, so swizzled tiles start on that boundary (the planner adds the 1024 of slack).
+__device__ __forceinline__ unsigned char* tma_aligned_smem(unsigned char* smem_raw) {
+  const u32 raw = smem_u32(smem_raw);
+  return smem_raw + (((raw + 1023) & ~1023u) - raw);
+}
+
 __device__ __forceinline__ u64 tma_map_address(const TmaDescriptor* map) { return reinterpret_cast<u64>(map); }
 
 // Fetch the descriptor into the TMA unit's cache ahead of the first copy.

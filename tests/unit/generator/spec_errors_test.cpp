@@ -315,6 +315,18 @@ const Case kCases[] = {
     {"sparse_homo_with_step",
      B + "block_sparse: {homo_head: true, head_sliding_step: 2}\n",
      {"bad.yaml:4:52: error: block_sparse.head_sliding_step: 2 contradicts homo_head: true"}},
+    {"sparse_q_block_not_multiple",
+     B + "block_sparse: {block_size: 64, q_block_size: 96}\n",
+     {"error: block_sparse.q_block_size: 96 is not a multiple of "
+      "block_sparse.block_size (64): a query block holds whole sparse rows; allowed: 64, 128, ... "
+      "or leave it out"}},
+    {"sparse_q_block_smaller",
+     B + "block_sparse: {q_block_size: 32}\n",
+     {"error: block_sparse.q_block_size: 32 is not a multiple of block_sparse.block_size (64)"}},
+    {"sparse_kv_slide_mid_group",
+     B + "num_kv_heads: 8\nblock_sparse: {active_heads: [2, 34], head_sliding_step: -1}\n",
+     {"error: block_sparse.head_sliding_step: -1 slides along KV heads, but active_heads begins at "
+      "q head 2, inside a group of 4 q heads; allowed: a begin that is a multiple of 4, or a step >= 0"}},
     {"sparse_homo_not_bool",
      B + "block_sparse: {homo_head: maybe}\n",
      {"bad.yaml:4:27: error: block_sparse.homo_head: expected true or false, got 'maybe'"}},

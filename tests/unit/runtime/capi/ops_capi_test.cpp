@@ -1,7 +1,7 @@
-// The C API's ops (merge, cache write, cascade) through libattnc.so without a GPU (a described
-// device): their structs' defaults and sizes, NULL arguments, and bad calls refused with a message
-// naming the argument before anything is loaded (no GPU is needed to be refused). The kernels
-// themselves run in tests/gpu and tests/python/test_gpu.py.
+// The C API's ops (merge, cache write, cascade, DCP's LSE correction) through libattnc.so without a
+// GPU (a described device): their structs' defaults and sizes, NULL arguments, and bad calls
+// refused with a message naming the argument before anything is loaded (no GPU is needed to be
+// refused). The kernels themselves run in tests/gpu and tests/python/test_gpu.py.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -153,3 +153,76 @@ TEST_F(OpsCApi, WorkspaceNeededWithCappedSplits) {
 }
 
 }  // namespace
+
+// Decode context parallelism: the LSE correction's struct and refusals, the context pass's layer
+// (a spec that parses and builds a handle), and the shard lengths.
+TEST_F(OpsCApi, LseCorrectRefusesBadCallsBeforeLoading) {
+  attnc_lse_correct c{};
+  expect_error(attnc_lse_correct_init(&c), ATTNC_ERR_INVALID_ARGUMENT, "attnc_lse_correct.struct_size is 0");
+  c.struct_size = sizeof c;
+  c.rank = 5;
+  ASSERT_EQ(attnc_lse_correct_init(&c), ATTNC_OK);
+  EXPECT_EQ(c.rank, 0);
+  EXPECT_EQ(c.heads_per_chunk, 0);
+  c.output = fake(1);
+  c.partial = fake(2);
+  c.lses = static_cast<float*>(fake(3));
+  c.num_tokens = 4;
+  c.world_size = 2;
+  c.rank = 2;
+  expect_error(attnc_attention_lse_correct(h_, &c, nullptr), ATTNC_ERR_BAD_CALL,
+               "lse_correct call: lse_correct: rank must be in [0, world_size = 2), got 2");
+  c.rank = 1;
+  c.heads_per_chunk = 3;
+  expect_error(attnc_attention_lse_correct(h_, &c, nullptr), ATTNC_ERR_BAD_CALL,
+               "heads_per_chunk 3 must divide num_heads 8");
+  c.heads_per_chunk = 4;
+  c.lse_base = 9;
+  expect_error(attnc_attention_lse_correct(h_, &c, nullptr), ATTNC_ERR_INVALID_ARGUMENT, "attnc_lse_correct.lse_base 9");
+  expect_error(attnc_attention_lse_correct(h_, nullptr, nullptr), ATTNC_ERR_INVALID_ARGUMENT,
+               "attnc_lse_correct is NULL");
+}
+
+TEST_F(OpsCApi, DcpContextYamlBuildsTheGatheredHeadsLayer) {
+  char yaml[4096];
+  ASSERT_EQ(attnc_attention_dcp_context_yaml(h_, 4, yaml, sizeof yaml), ATTNC_OK) << attnc_last_error();
+  attnc_attention* ctx = create(yaml);
+  ASSERT_NE(ctx, nullptr);
+  char json[4096];
+  ASSERT_EQ(attnc_attention_spec_json(ctx, json, sizeof json), ATTNC_OK);
+  const std::string j = json;
+  EXPECT_NE(j.find("\"num_q_heads\":32"), std::string::npos) << j;
+  EXPECT_NE(j.find("\"num_kv_heads\":2"), std::string::npos) << j;
+  EXPECT_NE(j.find("\"lse_layout\":\"head_major\""), std::string::npos) << j;
+  EXPECT_NE(j.find("\"kernels\":[\"decode\"]"), std::string::npos) << j;
+  EXPECT_NE(std::string(yaml).find("mask: none"), std::string::npos) << yaml;
+  attnc_attention_destroy(ctx);
+
+  expect_error(attnc_attention_dcp_context_yaml(h_, 4, yaml, 8), ATTNC_ERR_BUFFER_TOO_SMALL, "the buffer holds 8");
+  expect_error(attnc_attention_dcp_context_yaml(h_, 0, yaml, sizeof yaml), ATTNC_ERR_INVALID_ARGUMENT,
+               "world_size must be >= 1, got 0");
+  attnc_attention* alibi = create("version: 1\nhead_dim: 64\nnum_q_heads: 8\nalibi: linear\nkernels: [decode]\n");
+  expect_error(attnc_attention_dcp_context_yaml(alibi, 2, yaml, sizeof yaml), ATTNC_ERR_NOT_SUPPORTED,
+               "not supported yet: ALiBi with decode context parallelism");
+  attnc_attention_destroy(alibi);
+}
+
+TEST(DcpCApi, LocalSeqLensAsVllm) {
+  const int lens[] = {0, 1, 16, 17, 33, 100};
+  int r0[6], r1[6];
+  ASSERT_EQ(attnc_dcp_local_seq_lens(2, 0, 16, lens, 6, r0), ATTNC_OK);
+  ASSERT_EQ(attnc_dcp_local_seq_lens(2, 1, 16, lens, 6, r1), ATTNC_OK);
+  const int want0[] = {0, 1, 16, 16, 17, 52}, want1[] = {0, 0, 0, 1, 16, 48};
+  for (int i = 0; i < 6; ++i) {
+    EXPECT_EQ(r0[i], want0[i]) << "len " << lens[i];
+    EXPECT_EQ(r1[i], want1[i]) << "len " << lens[i];
+    EXPECT_EQ(r0[i] + r1[i], lens[i]);
+  }
+  EXPECT_EQ(attnc_dcp_local_seq_lens(2, 2, 1, lens, 6, r0), ATTNC_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(attnc_last_error()).find("rank must be in [0, world_size = 2), got 2"), std::string::npos);
+  EXPECT_EQ(attnc_dcp_local_seq_lens(2, 0, 0, lens, 6, r0), ATTNC_ERR_INVALID_ARGUMENT);
+  const int negative[] = {-3};
+  EXPECT_EQ(attnc_dcp_local_seq_lens(2, 0, 1, negative, 1, r0), ATTNC_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(attnc_last_error()).find("seq_lens[0] must be >= 0, got -3"), std::string::npos);
+  EXPECT_EQ(attnc_dcp_local_seq_lens(2, 0, 1, nullptr, 0, nullptr), ATTNC_OK);
+}

@@ -551,3 +551,39 @@ TEST(AttentionArgs, RejectsGridsPastTheLimits) {
 
 }  // namespace
 }  // namespace attnc
+
+namespace attnc {
+namespace {
+
+// mla_decode's own call rules, checked before its tensor map is encoded (so no driver is needed):
+// V aliases k, page sizes are multiples of 64, q_pe only for it, q's width follows q_pe.
+TEST(AttentionArgs, MlaDecodeChecksItsOwnRules) {
+  Spec s;
+  s.num_q_heads = 16;
+  s.num_kv_heads = 16;
+  s.mla = MlaSpec{true, 512, 64, 128, 128};
+  s.head_dim = 192;
+  s.head_dim_v = 128;
+  s.kv_cache.page_size = 64;
+  s.lse.layout = LseLayout::head_major;
+  const KernelPlan plan = plan_kernel(s, KernelKind::decode, config_for(s, KernelKind::decode, "sm_90a", ""), "sm_90a");
+  ASSERT_EQ(plan.family, "mla_decode");
+  PagedCall c;
+  c.a.lse = reinterpret_cast<float*>(0xa0000);
+  bind_kv_cache(c.a, kv_cache_strides(KvCacheLayout::vllm, 100, 64, 1, 576, 512), reinterpret_cast<const void*>(0x100000));
+  c.a.page_size = 64;
+  expect_bad(plan, c.args(), "mla_decode reads V from the first 512 columns of k: v must be null or k");
+  c.a.v = nullptr;
+  c.a.page_size = 48;
+  expect_bad(plan, c.args(), "page_size must be a multiple of 64, got 48");
+  c.a.page_size = 64;
+  c.a.q_pe = reinterpret_cast<const void*>(0xb0008);
+  expect_bad(plan, c.args(), "q_pe must be 16-byte aligned");
+  // Another kernel takes no q_pe.
+  AttentionArgs other = good_args();
+  other.q_pe = reinterpret_cast<const void*>(0xb0000);
+  expect_bad(plan_for(llama()), other, "q_pe given but only mla_decode takes q_pe apart from q");
+}
+
+}  // namespace
+}  // namespace attnc

@@ -1,0 +1,61 @@
+#include "generator/plan/plan_mla_decode.h"
+
+namespace attnc {
+namespace {
+
+constexpr int kRows = 64, kKeys = 64, kRowDim = kMlaLatentDim + kMlaRopeDim;
+
+void check_config(const Config& c, const ArchInfo& arch) {
+  if (c.block_m != kRows || c.block_n != kKeys || c.warps != 12)
+    throw BadConfig("mla_decode runs 64 packed rows by 64-key tiles on two consumer warpgroups and a producer: "
+                    "block_m 64, block_n 64, warps 12 (got " + c.short_name() + ")");
+  check_key_tiles(c, mla_decode_smem_bytes(c), arch, 4);
+}
+
+}  // namespace
+
+std::string mla_decode_refusal(const Spec& s, KernelKind kind, const std::string& arch) {
+  if (kind != KernelKind::decode) return "mla_decode makes decode kernels only";
+  if (!s.mla.enabled) return "mla_decode reads an MLA latent cache; the spec has no mla section";
+  if (arch != "sm_90a") return "mla_decode needs sm_90a (wgmma, TMA, setmaxnreg); the target is " + arch;
+  if (s.mla.kv_lora_rank != kMlaLatentDim || s.mla.qk_rope_head_dim != kMlaRopeDim)
+    return "mla_decode with kv_lora_rank " + std::to_string(s.mla.kv_lora_rank) + " and qk_rope_head_dim " +
+           std::to_string(s.mla.qk_rope_head_dim) + " (built for 512 and 64, DeepSeek-V2/V3)";
+  if (s.kv_cache.dtype != KvDType::same)
+    return std::string("mla_decode reading a ") + to_string(s.kv_cache.dtype) + " latent cache (16-bit caches only)";
+  if (s.softcap > 0) return "mla_decode with softcap";
+  if (s.sinks) return "mla_decode with sinks";
+  if (s.kv_cache.page_size % kKeys != 0)
+    return "mla_decode with page_size " + std::to_string(s.kv_cache.page_size) +
+           " (its 64-key tiles are TMA boxes inside one page: page sizes must be multiples of 64)";
+  return "";
+}
+
+Config default_mla_decode_config() {
+  Config c;
+  c.family = kMlaDecode;
+  c.block_m = kRows;
+  c.block_n = kKeys;
+  c.warps = 12;
+  c.stages = 2;  // Q and two 72 KiB tiles fill the 227 KiB
+  return c;
+}
+
+int mla_decode_smem_bytes(const Config& c) {
+  const int q = 2 * kRows * kRowDim, tile = 2 * kKeys * kRowDim, p = 2 * kRows * kKeys;
+  // Row maxima and sums of both consumers; per stage a full barrier per 64-column block and an empty one.
+  const int shared = 4 * 4 * kRows + 8 * (kRowDim / 64 + 1) * c.stages;
+  return 1024 + q + c.stages * tile + p + shared;
+}
+
+void plan_mla_decode(const Spec& s, KernelKind kind, const Config& c, const ArchInfo& arch, KernelPlan& p) {
+  if (const std::string why = mla_decode_refusal(s, kind, arch.name); !why.empty()) throw NotSupportedYet(why);
+  check_config(c, arch);
+  p.head_dim = kRowDim;
+  p.head_dim_v = kMlaLatentDim;
+  p.group = s.num_q_heads;  // one latent head shared by every q head
+  p.threads = 32 * c.warps;
+  p.smem_bytes = mla_decode_smem_bytes(c);
+}
+
+}  // namespace attnc

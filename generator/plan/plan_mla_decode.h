@@ -1,0 +1,25 @@
+// mla_decode (templates/attnc/families/mla_decode.cuh): DeepSeek MLA absorbed decode on sm_90a,
+// MQA over the 576-wide latent cache (attention-semantics.md §7.3). Its only config: 64 packed
+// rows, 64-key tiles (one TMA box of a page), two consumer warpgroups and a producer, STAGES tiles
+// in flight.
+#pragma once
+
+#include <string>
+
+#include "generator/plan/plan.h"
+
+namespace attnc {
+
+inline constexpr const char* kMlaDecode = "mla_decode";
+
+// The latent row and V widths the kernel is built for (DeepSeek-V2/V3: kv_lora_rank 512, RoPE 64).
+constexpr int kMlaLatentDim = 512, kMlaRopeDim = 64;
+
+// Why mla_decode cannot make this spec's kernel of this kind ("" when it can).
+std::string mla_decode_refusal(const Spec&, KernelKind, const std::string& arch);
+Config default_mla_decode_config();
+int mla_decode_smem_bytes(const Config&);
+// Fills the plan's constants and launch shape; throws NotSupportedYet or BadConfig.
+void plan_mla_decode(const Spec&, KernelKind, const Config&, const ArchInfo&, KernelPlan&);
+
+}  // namespace attnc

@@ -1,0 +1,141 @@
+"""Decode context parallelism (DCP) over torch.distributed (docs/dcp.md; attention-semantics.md §9).
+
+N ranks (one per GPU, a NCCL process group) each hold an interleaved shard of every request's KV
+cache: token t lives on rank (t // I) % N (I = interleave_size). A decode step is vLLM's:
+
+  1. all-gather the ranks' query heads (each rank has H_local; the context pass runs N * H_local),
+  2. decode over the local shard with the LSE out (the context layer: no mask, as every context
+     token precedes the new tokens),
+  3. all-gather the LSEs, then attnc's lse_correct: the LSE over all ranks and each partial
+     rescaled by exp(lse_rank - lse), written in the reduce-scatter's layout (no transposing copy),
+  4. reduce-scatter over heads: rank r gets its H_local heads summed over the N shards,
+  5. optionally merge with the new tokens' pass (merge_attn_states) on the rank's own layer.
+
+    dcp = attnc.dcp.DcpAttention("specs/llama-3-8b.yaml", interleave_size=16)  # inside each rank
+    out, lse = dcp.decode(q, k_cache, v_cache, block_table, context_lens, max_context_len,
+                          new_out=new_out, new_lse=new_lse)
+
+The shard arithmetic below works on ints and on torch integer tensors alike.
+"""
+from .attention import Attention
+
+
+def _check(world_size, interleave_size, rank=None):
+    if int(world_size) < 1:
+        raise ValueError(f"world_size must be >= 1, got {world_size}")
+    if int(interleave_size) < 1:
+        raise ValueError(f"interleave_size must be >= 1, got {interleave_size}")
+    if rank is not None and not 0 <= int(rank) < int(world_size):
+        raise ValueError(f"rank must be in [0, world_size = {world_size}), got {rank}")
+
+
+def rank_of(t, world_size, interleave_size=1):
+    """The rank holding token t."""
+    _check(world_size, interleave_size)
+    return (t // interleave_size) % world_size
+
+
+def local_index(t, world_size, interleave_size=1):
+    """Token t's index in its rank's cache."""
+    _check(world_size, interleave_size)
+    return t // (world_size * interleave_size) * interleave_size + t % interleave_size
+
+
+def global_position(j, rank, world_size, interleave_size=1):
+    """The token at local index j of `rank` (the inverse of rank_of and local_index)."""
+    _check(world_size, interleave_size, rank)
+    return j // interleave_size * world_size * interleave_size + rank * interleave_size + j % interleave_size
+
+
+def local_seq_lens(seq_lens, world_size, rank, interleave_size=1):
+    """How many of each request's seq_lens tokens `rank` holds (vLLM's get_dcp_local_seq_lens)."""
+    _check(world_size, interleave_size, rank)
+    base = seq_lens // interleave_size // world_size * interleave_size
+    extra = seq_lens - base * world_size - rank * interleave_size
+    if isinstance(extra, int):
+        return base + min(max(extra, 0), interleave_size)
+    return base + extra.clamp(0, interleave_size)
+
+
+def max_local_seq_len(max_seq_len, world_size, interleave_size=1):
+    """An upper bound of every rank's local length for requests up to max_seq_len tokens, without
+    reading the lengths: ceil(max_seq_len / (N * I)) * I (vLLM's max_dcp_context_kv_len)."""
+    _check(world_size, interleave_size)
+    round_ = world_size * interleave_size
+    return (int(max_seq_len) + round_ - 1) // round_ * interleave_size
+
+
+class DcpAttention:
+    """One rank's decode context parallel layer: `spec` is the rank's own layer (H_local query
+    heads; the KV heads every rank of the group holds), `group` a torch.distributed process group
+    (None: the default group), interleave_size vLLM's cp_kv_cache_interleave_size. Other keywords
+    go to both attnc.Attention handles (db, device, use_tuning, ...): `layer` (the spec itself:
+    merge, and whatever the caller runs for the new tokens) and `context` (the shard pass)."""
+
+    def __init__(self, spec, group=None, interleave_size=1, **options):
+        import torch.distributed as dist
+        self.group = group
+        self.world_size = dist.get_world_size(group)
+        self.rank = dist.get_rank(group)
+        _check(self.world_size, interleave_size)
+        self.interleave_size = int(interleave_size)
+        self.layer = Attention(spec, **options)
+        self.context = Attention(self.layer.dcp_context_yaml(self.world_size), **options)
+
+    def close(self):
+        self.context.close()
+        self.layer.close()
+
+    def local_seq_lens(self, seq_lens):
+        return local_seq_lens(seq_lens, self.world_size, self.rank, self.interleave_size)
+
+    def decode(self, q, k_cache, v_cache, block_table, context_lens, max_context_len, new_out=None, new_lse=None,
+               out=None, out_lse=None, **extra):
+        """q [num_tokens, H_local, D] (one token per request, or with cu_seqlens_q / max_seqlen_q in
+        extra); k_cache / v_cache this rank's shard; context_lens int32 [batch]: each request's
+        context length over all ranks (this rank's share is computed here); max_context_len: a
+        bound of them (host int). Returns (out [num_tokens, H_local, Dv], lse [H_local, num_tokens]
+        fp32): the attention over the whole context, merged with the new tokens' pass when new_out
+        ([num_tokens, H_local, Dv]) and new_lse ([H_local, num_tokens]) are given. Other keywords go
+        to the context layer's decode (softmax_scale, num_splits, ...). Every rank must call it."""
+        import torch
+        import torch.distributed as dist
+        n, r = self.world_size, self.rank
+        tokens, h_local = q.shape[0], q.shape[1]
+        if h_local * n != self.context.spec["num_q_heads"]:
+            raise ValueError(f"q has {h_local} heads; the layer has {self.layer.spec['num_q_heads']}")
+        if (new_out is None) != (new_lse is None):
+            raise ValueError("new_out and new_lse come together (the new tokens' pass and its LSE)")
+        # 1. The N ranks' query heads, rank-major: head r * H_local + j is rank r's head j.
+        gathered = torch.empty((n,) + tuple(q.shape), dtype=q.dtype, device=q.device)
+        dist.all_gather_into_tensor(gathered, q.contiguous(), group=self.group)
+        q_all = gathered.permute(1, 0, 2, 3).reshape(tokens, n * h_local, q.shape[2])
+        # 2. The shard pass.
+        lens = self.local_seq_lens(context_lens)
+        part, lse = self.context.decode(q_all, k_cache, v_cache, block_table, lens,
+                                        max_local_seq_len(max_context_len, n, self.interleave_size), **extra)
+        # 3. Every rank's LSEs, then the correction into the reduce-scatter's chunks.
+        lses = torch.empty((n,) + tuple(lse.shape), dtype=lse.dtype, device=lse.device)
+        dist.all_gather_into_tensor(lses, lse.contiguous(), group=self.group)
+        chunks = torch.empty((n, tokens, h_local, part.shape[2]), dtype=part.dtype, device=part.device)
+        total_lse = torch.empty((n * h_local, tokens), dtype=torch.float32, device=q.device)
+        self.context.lse_correct(chunks, part, lses, r, output_lse=total_lse)
+        # 4. Sum over the shards, this rank's heads only.
+        mine = torch.empty((tokens, h_local, part.shape[2]), dtype=part.dtype, device=part.device)
+        dist.reduce_scatter_tensor(mine, chunks, op=dist.ReduceOp.SUM, group=self.group)
+        mine_lse = total_lse[r * h_local:(r + 1) * h_local]
+        if new_out is None:
+            if out is not None:
+                out.copy_(mine)
+                mine = out
+            if out_lse is not None:
+                out_lse.copy_(mine_lse)
+                mine_lse = out_lse
+            return mine, mine_lse
+        # 5. The new tokens' pass merged in.
+        if out is None:
+            out = torch.empty_like(mine)
+        if out_lse is None:
+            out_lse = torch.empty_like(mine_lse)
+        self.layer.merge(out, mine, mine_lse, new_out, new_lse, output_lse=out_lse)
+        return out, out_lse

@@ -1,0 +1,367 @@
+// mla_decode: DeepSeek MLA absorbed decode on Hopper (sm_90a), attention-semantics.md §7.3. MQA
+// over the latent cache: every query head attends to one 576-wide cache row per key (512 latent +
+// 64 RoPE columns); V is the first 512 columns of the same row, so each key tile is read from
+// global memory once and serves both products from shared memory.
+//
+// A block serves 64 packed rows (q head x query token, RowMap: row R is token R / H, head R % H)
+// of one (request, split); a 64-key tile is one TMA box of 64 rows from one page (page sizes are
+// multiples of 64). Three warpgroups:
+//
+//   producer (setmaxnreg down)  one thread issues TMA: a tile's 9 column blocks of 64 into a
+//                               STAGES-deep ring; a full mbarrier per block (S starts on the
+//                               first block landed) and an empty one per stage.
+//   consumer c = 0, 1           S_c = Q K^T for keys [32c, 32c + 32) of the tile (m64n32, 36 k16
+//                               steps over 576); the two halves' row maxima meet in shared memory
+//                               so both keep one running max; P (bf16) goes to shared memory, and
+//                               O_c += P V over V columns [256c, 256c + 256) (m64n256): each
+//                               warpgroup's O is 128 fp32 registers, the whole 64 x 512 output
+//                               split between the two.
+//
+// Keys past a request's end (the tail of its last page) are masked, and their V rows zeroed in
+// shared memory, since a cache slot nobody wrote may hold NaN. Output: normalised O and LSE, or a
+// split's fp32 partial and base-2 LSE for SplitCombine (combine.cuh).
+//
+// Traits: Element, kHeadDim (576), kHeadDimV (512), kGroup (H, the q heads sharing the latent
+// head), kMask, kLse, kSinks (false), kStages.
+#pragma once
+
+#include "attnc/core/ptx.cuh"
+#include "attnc/features/block_range.cuh"
+#include "attnc/features/kv_source.cuh"
+#include "attnc/features/lse.cuh"
+#include "attnc/features/mask.cuh"
+#include "attnc/features/online_softmax.cuh"
+#include "attnc/params/params.h"
+#include "attnc/sm90/fence.cuh"
+#include "attnc/sm90/mbarrier.cuh"
+#include "attnc/sm90/tma.cuh"
+#include "attnc/sm90/warpgroup.cuh"
+#include "attnc/sm90/wgmma.cuh"
+
+namespace attnc {
+
+template <class T>
+struct MlaDecode {
+  using E = typename T::Element;
+  static constexpr int D = T::kHeadDim, DV = T::kHeadDimV, H = T::kGroup, STAGES = T::kStages;
+  static constexpr int BM = 64, BN = 64, KSTEPS = D / 16;
+  static constexpr int kConsumers = 2 * kWarpgroupThreads;  // plus a producer warpgroup: 384 threads
+  static constexpr int NH = BN / 2, DVH = DV / 2;  // each consumer's keys of S and columns of O
+  static constexpr int kProducerRegs = 24, kConsumerRegs = 240;
+  static_assert(D == 576 && DV == 512, "the DeepSeek latent cache: 512 + 64 columns, V the first 512");
+  static_assert(!T::kSinks, "sinks are refused for mla_decode by the planner");
+  static_assert(STAGES >= 2, "at least double buffering");
+  static_assert(kProducerRegs * kWarpgroupThreads + 2 * kConsumerRegs * kWarpgroupThreads <= 65536, "registers");
+
+  using QTile = SwizzledTile<BM, D>;
+  using KTile = SwizzledTile<BN, D>;
+  using PTile = SwizzledTile<BM, BN>;
+  static constexpr int kVBlocks = DV / 64;  // column blocks that are V
+
+  struct Shared {
+    float row_max[2][BM];  // each consumer's tile maxima, exchanged every tile
+    float row_sum[2][BM];  // each consumer's sums, joined at the end
+    u64 full[STAGES][KTile::kBlocks];  // per 64-column block, so S starts on the first one landed
+    u64 empty[STAGES];
+  };
+  static constexpr int kTileBytes = QTile::kBytes + STAGES * KTile::kBytes + PTile::kBytes;
+  static constexpr int kSmemBytes = 1024 + kTileBytes + int(sizeof(Shared));
+
+  // Named barriers (0 is __syncthreads): both consumers, after writing maxima / P.
+  static constexpr int kMaxBarrier = 1, kPBarrier = 2;
+
+  struct Smem {
+    u16* q;
+    u16* k;
+    u16* p;
+    Shared* sh;
+    __device__ u16* stage(int s) const { return k + s * KTile::kElems; }
+  };
+
+  struct Block {
+    int seq, split, m0, rows_here, sq, sk, q_begin;
+    int n_begin, n_tiles;
+    const int* pages;
+    int page_size;
+  };
+
+  __device__ static int token_of(int r, const Block& b) { return (b.m0 + r) / H; }
+  __device__ static int head_of(int r, const Block& b) { return (b.m0 + r) % H; }
+
+  __device__ static bool setup(const AttentionParams& p, Block& b) {
+    const int splits = p.num_splits;
+    b.seq = blockIdx.z / splits;
+    b.split = blockIdx.z % splits;
+    b.q_begin = p.cu_seqlens_q ? p.cu_seqlens_q[b.seq] : b.seq;
+    b.sq = p.cu_seqlens_q ? p.cu_seqlens_q[b.seq + 1] - b.q_begin : 1;
+    b.m0 = blockIdx.x * BM;
+    if (b.m0 >= b.sq * H) return false;
+    b.rows_here = min(BM, b.sq * H - b.m0);
+    const KvSource<true> kv(p, b.seq, 0);
+    b.sk = kv.sk;
+    b.pages = kv.pages;
+    b.page_size = kv.page_size;
+    const Mask<T::kMask> mask(b.sq, b.sk, p.window_left, p.window_right);
+    const int t0 = b.m0 / H, t1 = (b.m0 + b.rows_here - 1) / H + 1;
+    const BlockRange r = block_range<BN>(mask, t0, t1, b.sk, b.split, splits);
+    b.n_begin = r.n_begin;
+    b.n_tiles = r.n_tiles;
+    return true;
+  }
+
+  __device__ static void run(const AttentionParams& p, const AttentionTensorMaps& maps, unsigned char* smem_raw) {
+    Block b;
+    if (!setup(p, b)) return;
+    u16* tiles = reinterpret_cast<u16*>(tma_aligned_smem(smem_raw));
+    Smem sm{tiles, tiles + QTile::kElems, tiles + QTile::kElems + STAGES * KTile::kElems,
+            reinterpret_cast<Shared*>(reinterpret_cast<unsigned char*>(tiles) + kTileBytes)};
+    if (threadIdx.x == 0) {
+      for (int s = 0; s < STAGES; ++s) {
+        for (int c = 0; c < KTile::kBlocks; ++c) mbar_init(&sm.sh->full[s][c], 1);
+        mbar_init(&sm.sh->empty[s], kConsumers / 32);  // one arrival per consumer warp
+      }
+      mbar_fence_init();
+    }
+    __syncthreads();
+    const int wg = warpgroup_index();
+    if (wg == 2) {
+      warpgroup_reg_dealloc<kProducerRegs>();
+      if (threadIdx.x == 2 * kWarpgroupThreads) load(maps, b, sm);
+    } else {
+      warpgroup_reg_alloc<kConsumerRegs>();
+      compute(p, b, sm, wg);
+    }
+  }
+
+  // ---- producer -----------------------------------------------------------------------------
+
+  // The cache as a tensor map over (576 columns, page_size slots, pages): tile i is 64 slots of
+  // one page.
+  __device__ static void load(const AttentionTensorMaps& maps, const Block& b, const Smem& sm) {
+    tma_prefetch_descriptor(&maps.k);
+    for (int i = 0; i < b.n_tiles; ++i) {
+      const int s = i % STAGES;
+      const int n0 = b.n_begin + i * BN, lp = n0 / b.page_size;
+      const int page = b.pages[lp], slot = n0 - lp * b.page_size;
+      mbar_wait(&sm.sh->empty[s], ((i / STAGES) & 1) ^ 1);
+#pragma unroll
+      for (int c = 0; c < KTile::kBlocks; ++c) {
+        mbar_arrive_expect_tx(&sm.sh->full[s][c], KTile::kBlockBytes);
+        tma_load_3d(sm.stage(s) + c * BN * 64, &maps.k, &sm.sh->full[s][c], c * 64, slot, page);
+      }
+    }
+  }
+
+  // ---- consumers ----------------------------------------------------------------------------
+
+  // Q rows into the swizzled tile by ordinary 16-byte loads (rows are (token, head) pairs with
+  // any strides; q_pe may come apart); rows past the block's are zero.
+  __device__ static void load_q(const AttentionParams& p, const Block& b, const Smem& sm) {
+    constexpr int kChunks = D / 8;
+    const int dn = p.q_pe ? D - 64 : D;  // columns that come from q
+    for (int i = threadIdx.x; i < BM * kChunks; i += kConsumers) {
+      const int r = i / kChunks, col = (i % kChunks) * 8;
+      uint4 v = make_uint4(0, 0, 0, 0);
+      if (r < b.rows_here) {
+        const long long tok = b.q_begin + token_of(r, b), head = head_of(r, b);
+        const u16* src = col < dn ? static_cast<const u16*>(p.q) + tok * p.q_row_stride + head * p.q_head_stride + col
+                                  : static_cast<const u16*>(p.q_pe) + tok * p.q_pe_row_stride +
+                                        head * p.q_pe_head_stride + (col - dn);
+        v = *reinterpret_cast<const uint4*>(src);
+      }
+      *reinterpret_cast<uint4*>(sm.q + QTile::offset(r, col)) = v;
+    }
+  }
+
+  // Zero the V part of the rows of a stage from `valid` on (slots past the request's end).
+  __device__ static void zero_tail(u16* stage, int valid) {
+    const int n = (BN - valid) * kVBlocks * 8;  // 16-byte pieces
+    for (int i = threadIdx.x; i < n; i += kConsumers) {
+      const int piece = i % 8, rest = i / 8, blk = rest % kVBlocks, row = valid + rest / kVBlocks;
+      reinterpret_cast<uint4*>(stage + blk * BN * 64 + row * 64)[piece] = make_uint4(0, 0, 0, 0);
+    }
+  }
+
+  // What one consumer thread holds across tiles: its rows, O half, softmax state.
+  struct Consumer {
+    int c, lane, row0, col0;  // consumer index; rows row0 and row0 + 8; columns col0, col0 + 1 of each n8
+    int tok[2];
+    u32 q_addr, p_addr;
+    float o[DVH / 8][4];
+    float row_max[2], row_sum[2];
+  };
+
+  // S_c = Q K[32c .. 32c + 32)^T of tile i, each 64-column block as soon as it has landed;
+  // issued and committed, not waited. The request's last tile first has its V tail cleared by both
+  // consumers (which meet at a named barrier).
+  __device__ static void issue_qk(float (&s)[NH / 8][4], const Block& b, const Smem& sm, const Consumer& t, int i) {
+    const int st = i % STAGES, n0 = b.n_begin + i * BN, parity = (i / STAGES) & 1;
+    if (n0 + BN > b.sk) {
+      for (int blk = 0; blk < kVBlocks; ++blk) mbar_wait(&sm.sh->full[st][blk], parity);
+      zero_tail(sm.stage(st), b.sk - n0);
+      fence_proxy_async_shared();
+      named_barrier_sync(kPBarrier, kConsumers);
+    }
+    const u32 k_addr = smem_u32(sm.stage(st));
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < KSTEPS; ++kk) {
+      if (kk % 4 == 0) mbar_wait(&sm.sh->full[st][kk / 4], parity);  // at once where the tail waited
+      wgmma_ss<E, NH, 0>(s, QTile::desc_k_major(t.q_addr, 0, kk), KTile::desc_k_major(k_addr, NH * t.c, kk), kk > 0);
+    }
+    wgmma_commit();
+  }
+
+  // Logits of tile i (base 2, masked keys -inf), the running max shared by both consumers, P (bf16)
+  // to shared memory, O rescaled; returns once both halves of P are in shared memory. S is only
+  // read: registers a wgmma accumulates into are written by nothing else, or ptxas serialises the
+  // wgmmas (C7515).
+  __device__ static void softmax_to_p(const AttentionParams& p, const Block& b, const Smem& sm, Consumer& t,
+                                      const float (&s)[NH / 8][4], int i) {
+    const int n0 = b.n_begin + i * BN;
+    const Mask<T::kMask> mask(b.sq, b.sk, p.window_left, p.window_right);
+    const bool needs_mask = mask.tile_needs_mask(t.tok[0], t.tok[1] + 1, n0, n0 + BN, b.sk);
+    float x[NH / 8][4];
+    float mx[2] = {neg_inf(), neg_inf()};
+#pragma unroll
+    for (int n = 0; n < NH / 8; ++n)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int r = e / 2, key = n0 + NH * t.c + n * 8 + t.col0 + (e & 1);
+        x[n][e] = s[n][e] * p.scale_log2;
+        if (needs_mask && (key >= b.sk || !mask.allowed(t.tok[r], key))) x[n][e] = neg_inf();
+        mx[r] = fmaxf(mx[r], x[n][e]);
+      }
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      mx[r] = quad_max(mx[r]);
+      if (t.lane % 4 == 0) sm.sh->row_max[t.c][t.row0 + 8 * r] = mx[r];
+    }
+    named_barrier_sync(kMaxBarrier, kConsumers);
+
+    float rescale[2];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const float m = fmaxf(t.row_max[r], fmaxf(mx[r], sm.sh->row_max[t.c ^ 1][t.row0 + 8 * r]));
+      const float base = m == neg_inf() ? 0.f : m;  // a row with no keys yet: exp2(-inf - 0) = 0
+      rescale[r] = fast_exp2(t.row_max[r] - base);
+      t.row_max[r] = m;
+      float sum = 0.f;
+#pragma unroll
+      for (int n = 0; n < NH / 8; ++n) {
+        x[n][2 * r] = fast_exp2(x[n][2 * r] - base);
+        x[n][2 * r + 1] = fast_exp2(x[n][2 * r + 1] - base);
+        sum += x[n][2 * r] + x[n][2 * r + 1];
+      }
+      t.row_sum[r] = t.row_sum[r] * rescale[r] + sum;
+    }
+#pragma unroll
+    for (int n = 0; n < NH / 8; ++n) {
+      const int col = NH * t.c + n * 8 + t.col0;
+      *reinterpret_cast<u32*>(sm.p + PTile::offset(t.row0, col)) = pack2<E>(x[n][0], x[n][1]);
+      *reinterpret_cast<u32*>(sm.p + PTile::offset(t.row0 + 8, col)) = pack2<E>(x[n][2], x[n][3]);
+    }
+    fence_proxy_async_shared();
+    OnlineSoftmax<2>::rescale_o(t.o, rescale);
+    named_barrier_sync(kPBarrier, kConsumers);
+  }
+
+  // O_c += P V[:, 256c .. 256c + 256) for tile i; issued and committed, not waited.
+  __device__ static void issue_pv(const Smem& sm, Consumer& t, int i) {
+    const u32 v_addr = smem_u32(sm.stage(i % STAGES)) + t.c * (DVH / 64) * KTile::kBlockBytes;
+    fence_operand(t.o);
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < BN / 16; ++kk)
+      wgmma_ss<E, DVH, 1>(t.o, PTile::desc_k_major(t.p_addr, 0, kk), KTile::desc_mn_major(v_addr, kk), true);
+    wgmma_commit();
+  }
+
+  __device__ static void release(const Smem& sm, const Consumer& t, int i) {
+    if (t.lane == 0) mbar_arrive(&sm.sh->empty[i % STAGES]);
+  }
+
+  __device__ static void compute(const AttentionParams& p, const Block& b, const Smem& sm, int c) {
+    Consumer t;
+    const int tid = threadIdx.x % kWarpgroupThreads;
+    t.c = c;
+    t.lane = tid % 32;
+    t.row0 = (tid / 32) * 16 + t.lane / 4;
+    t.col0 = (t.lane % 4) * 2;
+    t.tok[0] = token_of(t.row0, b);
+    t.tok[1] = token_of(t.row0 + 8, b);
+    t.q_addr = smem_u32(sm.q);
+    t.p_addr = smem_u32(sm.p);
+#pragma unroll
+    for (int i = 0; i < DVH / 8; ++i)
+#pragma unroll
+      for (int j = 0; j < 4; ++j) t.o[i][j] = 0.f;
+    for (int r = 0; r < 2; ++r) t.row_max[r] = neg_inf(), t.row_sum[r] = 0.f;
+
+    load_q(p, b, sm);
+    fence_proxy_async_shared();
+    named_barrier_sync(kPBarrier, kConsumers);
+
+    float s[NH / 8][4];
+    const int n = b.n_tiles;
+    // One product at a time, each waited: a wgmma group in flight across the softmax or the next
+    // tile's mbarrier waits makes ptxas serialise every wgmma (C7514 / C7515; kernels-mla-decode.md).
+    for (int i = 0; i < b.n_tiles; ++i) {
+      issue_qk(s, b, sm, t, i);
+      wgmma_wait<0>();
+      fence_operand(s);
+      softmax_to_p(p, b, sm, t, s, i);
+      issue_pv(sm, t, i);
+      wgmma_wait<0>();
+      fence_operand(t.o);
+      release(sm, t, i);
+    }
+    store(p, b, sm, t);
+  }
+
+  // ---- epilogue -----------------------------------------------------------------------------
+
+  // The two consumers' sums meet; each writes its 256 columns: normalised output (or the split's
+  // fp32 partial) and, from consumer 0, the LSE.
+  __device__ static void store(const AttentionParams& p, const Block& b, const Smem& sm, const Consumer& t) {
+    const int lane = t.lane, c = t.c, row0 = t.row0, col0 = t.col0;
+    const auto& o = t.o;
+    const auto& row_max = t.row_max;
+    const auto& row_sum = t.row_sum;
+    float sum[2];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      sum[r] = quad_sum(row_sum[r]);
+      if (lane % 4 == 0) sm.sh->row_sum[c][row0 + 8 * r] = sum[r];
+    }
+    named_barrier_sync(kMaxBarrier, kConsumers);
+    const bool partial = p.num_splits > 1;
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const int row = row0 + 8 * r;
+      if (row >= b.rows_here) continue;
+      const Lse2 total{row_max[r], sum[r] + sm.sh->row_sum[c ^ 1][row]};
+      const float inv = total.sum > 0.f ? 1.f / total.sum : 0.f;
+      const long long token = b.q_begin + token_of(row, b);
+      const int head = head_of(row, b);
+      if (partial) {
+        const long long slot = ((long long)b.split * p.total_q + token) * p.num_q_heads + head;
+        float* out = p.o_partial + slot * DV + c * DVH;
+#pragma unroll
+        for (int n = 0; n < DVH / 8; ++n)
+          *reinterpret_cast<float2*>(out + n * 8 + col0) = make_float2(o[n][2 * r] * inv, o[n][2 * r + 1] * inv);
+        if (c == 0 && lane % 4 == 0) p.lse_partial[slot] = total.value();
+      } else {
+        u16* out = static_cast<u16*>(p.o) + token * p.o_row_stride + head * p.o_head_stride + c * DVH;
+#pragma unroll
+        for (int n = 0; n < DVH / 8; ++n)
+          *reinterpret_cast<u32*>(out + n * 8 + col0) = pack2<E>(o[n][2 * r] * inv, o[n][2 * r + 1] * inv);
+        if constexpr (T::kLse != LseOut::none)
+          if (c == 0 && lane % 4 == 0)
+            p.lse[token * p.lse_row_stride + head * p.lse_head_stride] = lse_out<T::kLse>(total.value());
+      }
+    }
+  }
+};
+
+}  // namespace attnc

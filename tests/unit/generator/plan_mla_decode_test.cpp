@@ -1,0 +1,91 @@
+// generator/plan: the mla_decode family (templates/attnc/families/mla_decode.cuh) — the decode of
+// an MLA spec, its constants, shared memory, what it refuses, and its emitted source.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "generator/emit/emit.h"
+#include "generator/plan/plan_attention.h"
+#include "generator/plan/plan_mla_decode.h"
+#include "generator/spec/spec_parse.h"
+
+namespace attnc {
+namespace {
+
+Spec deepseek() {
+  std::ifstream f(std::string(ATTNC_SOURCE_DIR) + "/specs/deepseek-v3.yaml");
+  std::stringstream text;
+  text << f.rdbuf();
+  return parse_spec(text.str(), "deepseek-v3.yaml");
+}
+
+std::string refusal(const Spec& s, const Config& c, const std::string& arch = "sm_90a") {
+  try {
+    plan_kernel(s, KernelKind::decode, c, arch);
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "planned";
+}
+
+TEST(PlanMlaDecode, IsTheDecodeOfAnMlaSpec) {
+  const Spec s = deepseek();
+  const Config c = default_config(s, KernelKind::decode, "sm_90a");
+  EXPECT_EQ(c.family, "mla_decode");
+  EXPECT_EQ(c.short_name(), "m64n64w12s2");
+  const KernelPlan p = plan_kernel(s, KernelKind::decode, c, "sm_90a");
+  EXPECT_EQ(p.head_dim, 576);
+  EXPECT_EQ(p.head_dim_v, 512);
+  EXPECT_EQ(p.group, 128);
+  EXPECT_EQ(p.kv_heads(), 1);
+  EXPECT_TRUE(p.paged && p.pack_gqa && p.split_kv);
+  EXPECT_EQ(p.threads, 384);
+  // 1 KiB alignment slack, Q 64 x 576, two 64 x 576 tiles, P 64 x 64 (all 2 bytes), then two
+  // consumers' row maxima and sums, per stage nine full barriers (one per 64 columns) and an empty one.
+  EXPECT_EQ(p.smem_bytes, 1024 + 2 * (64 * 576 + 2 * 64 * 576 + 64 * 64) + 4 * 4 * 64 + 8 * 10 * 2);
+  EXPECT_EQ(p.variant_name(), "mla_decode_bf16_d576v512_g128_causal_lse_m64n64w12s2");
+  // Prefill of the same spec stays MHA at 192 / 128.
+  EXPECT_NE(default_config(s, KernelKind::prefill, "sm_90a").family, "mla_decode");
+}
+
+TEST(PlanMlaDecode, RefusesWhatItCannotMake) {
+  Spec s = deepseek();
+  const Config c = default_mla_decode_config();
+  EXPECT_NE(refusal(s, c, "sm_80").find("mla_decode needs sm_90a"), std::string::npos);
+  Spec fp8 = s;
+  fp8.kv_cache.dtype = KvDType::fp8_e4m3;
+  EXPECT_NE(refusal(fp8, c).find("mla_decode reading a fp8_e4m3 latent cache"), std::string::npos) << refusal(fp8, c);
+  Spec page16 = s;
+  page16.kv_cache.page_size = 16;
+  EXPECT_NE(refusal(page16, c).find("page sizes must be multiples of 64"), std::string::npos);
+  Spec rank = s;
+  rank.mla.kv_lora_rank = 256;
+  EXPECT_NE(refusal(rank, c).find("kv_lora_rank 256"), std::string::npos);
+  Config stages3 = c;
+  stages3.stages = 3;
+  EXPECT_NE(refusal(s, stages3).find("bytes of shared memory"), std::string::npos) << refusal(s, stages3);
+  Config wide = c;
+  wide.block_m = 128;
+  EXPECT_NE(refusal(s, wide).find("block_m 64, block_n 64, warps 12"), std::string::npos);
+  // Other decode families do not read a latent cache; mla_decode makes nothing else.
+  EXPECT_NE(refusal(s, default_family_config(s, KernelKind::decode, "sm_90a", "decode_split"))
+                .find("mla_decode makes it"),
+            std::string::npos);
+  Spec llama;
+  llama.num_q_heads = 32;
+  llama.num_kv_heads = 8;
+  llama.kernels.decode = true;
+  EXPECT_NE(refusal(llama, c).find("the spec has no mla section"), std::string::npos);
+}
+
+TEST(PlanMlaDecode, EmitsTheKernelAndItsCombine) {
+  const Spec s = deepseek();
+  const KernelSource k = emit_kernel(plan_kernel(s, KernelKind::decode, default_mla_decode_config(), "sm_90a"));
+  EXPECT_NE(k.source.find("attnc::MlaDecode<Traits>::run(params, maps, smem)"), std::string::npos);
+  EXPECT_NE(k.source.find(k.entry + "_combine"), std::string::npos);
+  EXPECT_NE(k.source.find("kGroup = 128"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace attnc
