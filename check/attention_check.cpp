@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <random>
 
 #include "runtime/launch/attention_args.h"
@@ -13,6 +14,7 @@
 #include "runtime/driver/device.h"
 #include "runtime/driver/event_wait.h"
 #include "check/half.h"
+#include "check/int8_inputs.h"
 #include "check/kv_cache_fill.h"
 #include "check/ops_reference.h"
 #include "runtime/driver/module.h"
@@ -114,9 +116,10 @@ DeviceBuffer upload(const std::vector<T>& host) {
 }
 
 // [rows, row_stride] image of a dense [rows, width] tensor; the padding keeps the poison.
-std::vector<std::uint16_t> padded_rows(const std::vector<std::uint16_t>& dense, int rows, long long width,
-                                       long long row_stride) {
-  std::vector<std::uint16_t> img(size_t(rows) * row_stride, kHalfPoison);
+template <class T>
+std::vector<T> padded_rows(const std::vector<T>& dense, int rows, long long width, long long row_stride,
+                           T poison = T(kHalfPoison)) {
+  std::vector<T> img(size_t(rows) * row_stride, poison);
   for (int r = 0; r < rows; ++r)
     std::copy_n(dense.begin() + r * width, width, img.begin() + r * row_stride);
   return img;
@@ -127,6 +130,7 @@ struct DeviceCall {
   DeviceBuffer q, q_pe, k, v, o, lse, workspace, cache;
   DeviceBuffer cu_q, cu_k, seqused, table, indptr, indices, last_len, slopes, sinks;
   DeviceBuffer k_scale, v_scale, k_descale, v_descale;
+  DeviceBuffer q_scale, k_token_scale, v_channel_scale, cache_v;  // int8 specs
   HostPageTable pages;  // host mirror of the page table (paged calls)
   AttentionHostMetadata host;
   AttentionArgs args;
@@ -193,8 +197,9 @@ void setup_fp8_scales(DeviceCall& call, const AttentionCase& c, const Batch& b, 
   }
 }
 
+// The page table, then fill(strides) writes the cache and binds it to the call.
 void setup_paged(DeviceCall& call, const KernelPlan& plan, const AttentionCase& c, const Batch& b,
-                 const HalfTensor& k, const HalfTensor& v, std::mt19937_64& rng) {
+                 const std::function<void(const KvCacheStrides&)>& fill, std::mt19937_64& rng) {
   PageTableOptions opt;
   opt.form = c.page_table;
   opt.page_size = c.page_size;
@@ -212,9 +217,7 @@ void setup_paged(DeviceCall& call, const KernelPlan& plan, const AttentionCase& 
   } catch (const std::invalid_argument& e) {
     throw BadCall(std::string("check: ") + e.what());
   }
-  const int elem_bytes = plan.kv_cache == KvDType::same ? 2 : 1;
-  fill_paged_cache(call, strides, b, k, v, plan.head_dim, plan.head_dim_v, elem_bytes);
-  bind_kv_cache(call.args, strides, call.cache.as(), elem_bytes);
+  fill(strides);
 
   const HostPageTable& t = call.pages;
   AttentionArgs& a = call.args;
@@ -246,6 +249,46 @@ void setup_paged(DeviceCall& call, const KernelPlan& plan, const AttentionCase& 
     a.cu_seqlens_k = call.cu_k.as<int>();
     h.cu_seqlens_k = t.cu_seqlens_k.data();
   }
+}
+
+// The int8 inputs on the device: q scales in the case's layout, K (and V) contiguous or in a
+// paged cache with its key-scale cache.
+void setup_int8(DeviceCall& call, const KernelPlan& plan, const AttentionCase& c, const Batch& b,
+                const Int8Inputs& in, std::mt19937_64& rng) {
+  AttentionArgs& a = call.args;
+  const int hq = plan.spec.num_q_heads;
+  std::vector<float> qs = in.q_scale;
+  if (c.q_scale_head_major) {
+    for (int t = 0; t < b.total_q; ++t)
+      for (int h = 0; h < hq; ++h) qs[size_t(h) * b.total_q + t] = in.q_scale[size_t(t) * hq + h];
+    a.q_scale_row_stride = 1;
+    a.q_scale_head_stride = b.total_q;
+  }
+  call.q_scale = upload(qs);
+  a.q_scale = call.q_scale.as<float>();
+  if (plan.int8 == Int8Mode::qkv) {
+    call.v_channel_scale = upload(in.v_channel_scale);
+    a.v_channel_scale = call.v_channel_scale.as<float>();
+  }
+  if (!plan.paged) {
+    call.k = upload(in.k);
+    call.v = plan.int8 == Int8Mode::qkv ? upload(in.v) : upload(in.v16);
+    call.k_token_scale = upload(in.k_token_scale);
+    a.k_token_scale = call.k_token_scale.as<float>();
+    return;
+  }
+  setup_paged(call, plan, c, b, [&](const KvCacheStrides& s) {
+    const Int8CacheImages img = int8_cache_images(plan.int8, s, call.pages, b.cu_k, in, plan.head_dim,
+                                                  plan.head_dim_v);
+    call.cache = upload(img.kv);
+    call.k_token_scale = upload(img.k_token_scale);
+    bind_kv_cache(a, s, call.cache.as(), 1);  // int8 planes: one byte per element
+    if (plan.int8 == Int8Mode::qk) {          // int8_qk's 16-bit V lies in its own buffer
+      call.cache_v = upload(img.v16);
+      a.v = call.cache_v.as<std::uint16_t>() + s.v_offset;
+    }
+    a.k_token_scale = call.k_token_scale.as<float>();
+  }, rng);
 }
 
 ReferenceOptions reference_options(const KernelPlan& plan, float scale, const std::vector<double>* slopes,
@@ -343,13 +386,19 @@ AttentionReport check_attention(const KernelPlan& plan, const Kernel& kernel, co
   AttentionReport rep;
   rep.seed = c.seed ? c.seed : std::uint64_t(std::chrono::steady_clock::now().time_since_epoch().count());
   std::mt19937_64 rng(rep.seed);
-  const HalfTensor q = random_half(t, size_t(b.total_q) * hq * d, rng, c.check);
-  const bool fp8 = plan.kv_cache != KvDType::same;
-  HalfTensor k = fp8 ? random_fp8(plan.kv_cache, size_t(b.total_k) * hkv * d, rng)
-                     : random_half(t, size_t(b.total_k) * hkv * d, rng, c.check);
-  HalfTensor v = mla    ? latent_values(k, b.total_k, d, dv)
-                 : fp8 ? random_fp8(plan.kv_cache, size_t(b.total_k) * hkv * dv, rng)
-                       : random_half(t, size_t(b.total_k) * hkv * dv, rng, c.check);
+  const bool fp8 = plan.kv_cache != KvDType::same, int8 = plan.int8 != Int8Mode::none;
+  HalfTensor q, k, v;
+  Int8Inputs i8;
+  if (int8) {
+    i8 = random_int8_inputs(plan.int8, t, b.total_q, b.total_k, hq, hkv, d, dv, rng);
+  } else {
+    q = random_half(t, size_t(b.total_q) * hq * d, rng, c.check);
+    k = fp8 ? random_fp8(plan.kv_cache, size_t(b.total_k) * hkv * d, rng)
+            : random_half(t, size_t(b.total_k) * hkv * d, rng, c.check);
+    v = mla    ? latent_values(k, b.total_k, d, dv)
+        : fp8 ? random_fp8(plan.kv_cache, size_t(b.total_k) * hkv * dv, rng)
+              : random_half(t, size_t(b.total_k) * hkv * dv, rng, c.check);
+  }
   std::vector<double> slopes(hq), sinks(hq);
   std::uniform_real_distribution<double> unit(0.0, 1.0);
   std::normal_distribution<double> normal(0.0, 1.0);
@@ -372,6 +421,8 @@ AttentionReport check_attention(const KernelPlan& plan, const Kernel& kernel, co
     call.q = upload(padded_rows(nope, b.total_q, (long long)hq * dn, (long long)hq * dn + c.qo_row_pad));
     call.q_pe = upload(pe);
     a.q_pe = call.q_pe.as();
+  } else if (int8) {
+    call.q = upload(padded_rows<std::int8_t>(i8.q, b.total_q, (long long)hq * d, q_row, 127));
   } else {
     call.q = upload(padded_rows(q.bits, b.total_q, (long long)hq * d, q_row));
   }
@@ -408,13 +459,21 @@ AttentionReport check_attention(const KernelPlan& plan, const Kernel& kernel, co
     sinks[h] = float(sinks[h]);
   }
 
-  if (plan.paged) {
-    setup_paged(call, plan, c, b, k, v, rng);
+  if (int8) {
+    setup_int8(call, plan, c, b, i8, rng);
+  } else if (plan.paged) {
+    setup_paged(call, plan, c, b, [&](const KvCacheStrides& strides) {
+      const int elem_bytes = fp8 ? 1 : 2;
+      fill_paged_cache(call, strides, b, k, v, d, dv, elem_bytes);
+      bind_kv_cache(call.args, strides, call.cache.as(), elem_bytes);
+    }, rng);
     if (mla) a.v = nullptr;  // V is read from k's rows; the V plane the layout also holds is never read
     if (fp8) setup_fp8_scales(call, c, b, hkv, d, dv, k, v, rng, mla);  // after the cache holds the bytes
   } else {
     call.k = upload(k.bits);
     call.v = upload(v.bits);
+  }
+  if (!plan.paged) {
     call.cu_k = upload(b.cu_k);
     a.k = call.k.as();
     a.v = call.v.as();
@@ -453,8 +512,9 @@ AttentionReport check_attention(const KernelPlan& plan, const Kernel& kernel, co
   if (c.check) {
     std::vector<double> ref_o, ref_lse;
     const float scale = c.softmax_scale > 0 ? c.softmax_scale : 1.0f / std::sqrt(float(d));
-    reference_attention_parallel(reference_options(plan, scale, &slopes, &sinks), b.cu_q, b.cu_k, q.exact, k.exact,
-                                 v.exact, ref_o, ref_lse);
+    reference_attention_parallel(reference_options(plan, scale, &slopes, &sinks), b.cu_q, b.cu_k,
+                                 int8 ? i8.q_exact : q.exact, int8 ? i8.k_exact : k.exact,
+                                 int8 ? i8.v_exact : v.exact, ref_o, ref_lse);
     ErrorTally e;
     compare_output(t, call.o.download<std::uint16_t>(), o_row, b.total_q, hq, dv, ref_o, c.atol, c.rtol, e);
     if (plan.lse != LseOut::none) {

@@ -55,6 +55,9 @@ struct AttentionCase {
   // the reference reads byte * factor, the factor from the per-tensor scales k_scale/v_scale [1],
   // FlashAttention-3's descales [batch, Hkv] (stored with a padded batch stride), or both.
   Fp8Scales fp8_scales = Fp8Scales::per_tensor;
+  // int8 specs (check/int8_inputs.h): q scales as the int8 fork's [Hq, total_q] instead of
+  // [total_q, Hq].
+  bool q_scale_head_major = false;
 };
 
 struct AttentionReport {

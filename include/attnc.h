@@ -143,6 +143,12 @@ typedef struct attnc_call {
   const float* v_descale;
   long long k_descale_batch_stride, k_descale_head_stride;
   long long v_descale_batch_stride, v_descale_head_stride;
+  /* int8 quant modes (int8_qkv, int8_qk): q and k are int8 (v too for int8_qkv); NULL otherwise. */
+  const float* q_scale;          /* per token and q head: [total_q, Hq] (strides 0, 0) or any (row, head) strides,
+                                    e.g. 1, total_q for the int8 fork's [Hq, total_q] */
+  long long q_scale_row_stride, q_scale_head_stride;
+  const float* k_token_scale;    /* paged: [num_blocks, Hkv, page_size]; contiguous: [total_k, Hkv] */
+  const float* v_channel_scale;  /* int8_qkv: [Hkv, Dv] per channel */
 } attnc_call;
 
 /* What attnc_attention_run would use for a shape. */
@@ -273,6 +279,9 @@ typedef struct attnc_cache_write {
   long long key_cache_block_stride, key_cache_page_stride, key_cache_head_stride;
   long long value_cache_block_stride, value_cache_page_stride, value_cache_head_stride;
   const long long* host_slot_mapping; /* optional host copy: every slot is checked first */
+  /* int8 caches (int8_qkv, int8_qk): keys quantised per token and head, their scales here
+     [num_blocks, Hkv, block_size] fp32; int8_qkv quantises value with v_scale [Hkv, Dv]. */
+  float* key_scale_cache;
 } attnc_cache_write;
 
 /* Cascade attention (vLLM's cascade_attention): every request shares the first common_prefix_len

@@ -32,6 +32,11 @@ std::string feature_traits(const KernelPlan& p) {
     s << "  using Sparse = attnc::LocalStrided<" << b.block_size << ", " << b.local_blocks << ", " << b.vert_stride
       << ", " << b.head_sliding_step << ", " << b.active_head_begin << ", " << b.q_block_size << ", " << p.group
       << ">;  // block, local, vert_stride, step, head begin, q block, group\n";
+  // Only int8 kernels name their mode (features/int8_scales.cuh reads a missing one as none), so
+  // the 16-bit kernels' sources and cache keys stay as they were.
+  if (p.int8 != Int8Mode::none)
+    s << "  static constexpr attnc::Int8Mode kInt8 = attnc::Int8Mode::" << (p.int8 == Int8Mode::qkv ? "qkv" : "qk")
+      << ";\n";
   return s.str();
 }
 

@@ -37,6 +37,11 @@ std::string cache_write_traits(const KernelPlan& p) {
       s << "  using Element = " << element_type(p.spec.dtype) << ";\n"
         << "  static constexpr int kCache = attnc::kCacheFp8E5m2;\n";
       break;
+    case KvDType::int8:
+      s << "  using Element = " << element_type(p.spec.dtype) << ";\n"
+        << "  static constexpr int kCache = attnc::"
+        << (p.spec.quant == QuantMode::int8_qk ? "kCacheInt8Qk" : "kCacheInt8Qkv") << ";\n";
+      break;
     default:
       s << "  using Element = attnc::u16;  // copied bit for bit: bf16 and fp16 alike\n"
         << "  static constexpr int kCache = attnc::kCacheSame;\n";
@@ -53,6 +58,12 @@ std::string emit_op_source(const KernelPlan& p, const std::string& entry) {
     return emit(p, entry, "merge_states.cuh", "MergeStates", "MergeParams", merge_traits(p));
   if (p.family == "lse_correct")  // the same traits: the element type only
     return emit(p, entry, "lse_correct.cuh", "LseCorrect", "LseCorrectParams", merge_traits(p));
+  // int8 caches: the fused quantising writer, and the quantiser of queries (and keys) beside it
+  // as a second entry, `<entry>_quantize`.
+  if (p.family == "cache_write" && p.spec.kv_cache.dtype == KvDType::int8)
+    return emit(p, entry, "cache_write_int8.cuh", "CacheWriteInt8", "CacheWriteParams", cache_write_traits(p)) +
+           "\nextern \"C\" __global__ void __launch_bounds__(" + std::to_string(p.threads) + ")\n" + entry +
+           "_quantize(const attnc::Int8QuantizeParams params) {\n  attnc::Int8Quantize<Traits>::run(params);\n}\n";
   if (p.family == "cache_write")
     return emit(p, entry, "cache_write.cuh", "CacheWrite", "CacheWriteParams", cache_write_traits(p));
   throw NotSupportedYet("family " + p.family);

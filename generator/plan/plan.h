@@ -59,6 +59,7 @@ struct KernelPlan {
   bool pack_gqa = false;    // rows of a tile are (token, q head of the group) pairs
   bool split_kv = false;    // runtime num_splits > 1 allowed (partials + combine entry)
   KvDType kv_cache = KvDType::same;  // what the paged K/V hold: 16-bit, or fp8 bytes (fp8_e4m3 / fp8_e5m2)
+  Int8Mode int8 = Int8Mode::none;  // int8 Q/K (and V): the spec's int8 quant mode
 
   // Launch shape.
   int threads = 0;

@@ -33,10 +33,10 @@ bool makes(const std::string& family, KernelKind kind) {
 void check_supported(const Spec& s, KernelKind kind) {
   if (s.mla.enabled && kind == KernelKind::decode)
     throw NotSupportedYet("MLA absorbed decode on this family (latent K/V aliasing); mla_decode makes it");
-  if (s.quant != QuantMode::none)
+  if (s.quant == QuantMode::fp8)
     throw NotSupportedYet(std::string("quant ") + to_string(s.quant) + " (no quantised family yet)");
-  if (kind != KernelKind::prefill && s.kv_cache.dtype == KvDType::int8)
-    throw NotSupportedYet("reading an int8 KV cache (attention reads 16-bit and fp8 caches)");
+  if (kind != KernelKind::prefill && s.kv_cache.dtype == KvDType::int8 && int8_mode(s) == Int8Mode::none)
+    throw NotSupportedYet("reading an int8 KV cache without an int8 quant mode (int8_qkv, int8_qk read it)");
   for (int d : {s.head_dim, s.head_dim_v})
     if (d % 8 != 0 || d < 8 || d > 256)
       throw NotSupportedYet("head dim " + std::to_string(d) + " (supported: multiples of 8 up to 256)");
@@ -62,23 +62,30 @@ void check_fp8(const Spec& s, const Config& c, const ArchInfo& arch) {
 
 // What decode_bw cannot do yet that decode_split does.
 void check_decode_bw(const Spec& s) {
+  if (int8_mode(s) != Int8Mode::none)
+    throw NotSupportedYet(std::string("decode_bw with quant ") + to_string(s.quant) +
+                          " (it streams 16-bit K/V rows; decode_split serves int8)");
   if (s.head_dim_v > 192)
     throw NotSupportedYet("decode_bw with head_dim_v " + std::to_string(s.head_dim_v) +
                           " (each thread's fp32 O accumulator is Dv / 2 registers and the loop spills past 192; "
                           "decode_split serves it)");
 }
 
-// Shared memory as the templates lay it out: attention_sm80.cuh (Q, then STAGES K and V tiles), or
-// decode_bw.cuh (Q, then STAGES K and V tiles per warp, which the warps' merge overlays; then
+// Shared memory as the templates lay it out: attention_sm80.cuh (Q, then STAGES K and V tiles, then
+// int8's raw stages), or decode_bw.cuh (Q, then STAGES K and V tiles per warp, which the warps' merge overlays; then
 // the warps' row maxima and sums). With an fp8 cache the stages hold fp8 bytes (D + Dv per key)
 // and one 16-bit K and V tile follows Q (per warp in decode_bw) for the converted tile.
 int smem_bytes(const Spec& s, KernelKind kind, const Config& c) {
   const int dq = padded_head_dim(s.head_dim), dv = padded_head_dim(s.head_dim_v);
+  // int8 (int8_scales.cuh): K, and V with int8_qkv, also stage raw, one byte per element.
+  const Int8Mode i8 = int8_mode(s);
+  const int raw_row = i8 == Int8Mode::none ? 0 : s.head_dim + (i8 == Int8Mode::qkv ? s.head_dim_v : 0);
+  const int raw = c.stages * c.block_n * raw_row;
   const bool fp8 = reads_fp8(s, kind);
   const int tiles16 = fp8 ? 1 : c.stages;
   const int staged = fp8 ? c.stages * c.block_n * (s.head_dim + s.head_dim_v) : 0;
   const int kv = 2 * tiles16 * c.block_n * (dq + dv) + staged;  // one block's, or one decode_bw warp's
-  if (c.family != "decode_bw") return 2 * c.block_m * std::max(dq, dv) + kv;
+  if (c.family != "decode_bw") return 2 * c.block_m * std::max(dq, dv) + kv + raw;
   const int pipeline = 2 * 16 * std::max(dq, dv) + c.warps * kv;
   return pipeline + 4 * 2 * c.warps * 16;  // then each warp's row max and sum
 }
@@ -108,6 +115,10 @@ MaskKind compiled_mask(const MaskSpec& m) {
 }
 
 }  // namespace
+
+Int8Mode int8_mode(const Spec& s) {
+  return s.quant == QuantMode::int8_qkv ? Int8Mode::qkv : s.quant == QuantMode::int8_qk ? Int8Mode::qk : Int8Mode::none;
+}
 
 int padded_head_dim(int d) { return (d + 63) / 64 * 64; }
 
@@ -212,6 +223,7 @@ KernelPlan plan_attention_kernel(const Spec& s, KernelKind kind, const Config& c
   p.pack_gqa = kind == KernelKind::decode;
   p.split_kv = kind == KernelKind::decode;
   p.kv_cache = reads_fp8(s, kind) ? s.kv_cache.dtype : KvDType::same;
+  p.int8 = int8_mode(s);
   if (sm90) {
     plan_prefill_sm90(s, kind, c, info, p);
   } else if (mla) {
@@ -239,6 +251,7 @@ std::string attention_variant_name(const KernelPlan& p) {
          std::to_string(b.active_head_begin) + "q" + std::to_string(b.q_block_size);
   if (p.paged && (p.family == "prefill_sm80" || p.family == kPrefillSm90)) n += "_paged";
   if (p.kv_cache != KvDType::same) n += p.kv_cache == KvDType::fp8_e4m3 ? "_fp8e4m3" : "_fp8e5m2";
+  if (p.int8 != Int8Mode::none) n += p.int8 == Int8Mode::qkv ? "_i8qkv" : "_i8qk";
   return n + "_" + p.config.short_name();
 }
 

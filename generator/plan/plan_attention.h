@@ -22,6 +22,9 @@ std::string attention_variant_name(const KernelPlan&);
 // The families that make a kind's kernels (decode: decode_bw, decode_split).
 std::vector<std::string> attention_families(KernelKind);
 
+// The int8 mode a spec's quant field names (none for the other modes).
+Int8Mode int8_mode(const Spec&);
+
 // Head dims as the kernel stores them: shared-memory rows padded to 64 columns (the swizzle works
 // on 128-byte lines) and mma steps of 16.
 int padded_head_dim(int d);

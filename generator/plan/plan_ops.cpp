@@ -26,8 +26,9 @@ void check_supported(const Spec& s, KernelKind kind, const ArchInfo& arch) {
   if (kind != KernelKind::cache_write) return;
   if (s.mla.enabled)
     throw NotSupportedYet("MLA latent cache writes (concat_and_cache_mla; cache_write writes K and V rows)");
-  if (s.kv_cache.dtype == KvDType::int8)
-    throw NotSupportedYet("int8 KV cache writes (per-token key scales, ixformer's reshape_and_cache_flash_int8)");
+  if (s.kv_cache.dtype == KvDType::int8 && (s.head_dim > 256 || s.head_dim_v > 256))
+    throw NotSupportedYet("int8 KV cache writes with head dims over 256 (a warp's lanes hold a key row, 8 "
+                          "elements each, for its amax)");
   if (is_fp8(s.kv_cache.dtype) && arch.major * 10 + arch.minor < 89)
     throw NotSupportedYet(std::string(to_string(s.kv_cache.dtype)) + " KV cache writes on " + arch.name +
                           " (the fp8 conversion instruction needs sm_89 or later)");
@@ -85,6 +86,8 @@ std::string op_variant_name(const KernelPlan& p) {
   const KvDType cache = p.spec.kv_cache.dtype;
   if (p.kind == KernelKind::merge || p.kind == KernelKind::lse_correct) return p.family + "_" + to_string(p.spec.dtype);
   if (cache == KvDType::same) return p.family + "_b16";
+  if (cache == KvDType::int8)
+    return p.family + "_" + to_string(p.spec.dtype) + (p.spec.quant == QuantMode::int8_qk ? "_int8qk" : "_int8qkv");
   return p.family + "_" + to_string(p.spec.dtype) + (cache == KvDType::fp8_e4m3 ? "_fp8e4m3" : "_fp8e5m2");
 }
 

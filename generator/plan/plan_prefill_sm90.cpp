@@ -25,6 +25,8 @@ std::string prefill_sm90_refusal(const Spec& s, KernelKind kind, const std::stri
   if (kind == KernelKind::decode) return "prefill_sm90 makes prefill kernels; decode stays on decode_split";
   if (kind != KernelKind::prefill && kind != KernelKind::prefill_paged)
     return std::string("prefill_sm90 makes prefill kernels, not ") + to_string(kind);
+  if (s.quant == QuantMode::int8_qkv || s.quant == QuantMode::int8_qk)
+    return "prefill_sm90 reads 16-bit Q/K/V through TMA (no int8 wgmma path yet); int8 prefill runs on prefill_sm80";
   if (kind == KernelKind::prefill_paged && s.kv_cache.dtype != KvDType::same)
     return std::string("prefill_sm90 reads 16-bit paged caches; a ") + to_string(s.kv_cache.dtype) +
            " cache stays on prefill_sm80";

@@ -53,7 +53,9 @@ class Call(ctypes.Structure):
                 ("q_pe", c_void_p), ("q_pe_row_stride", c_ll), ("q_pe_head_stride", c_ll),
                 ("k_scale", c_void_p), ("v_scale", c_void_p), ("k_descale", c_void_p), ("v_descale", c_void_p),
                 ("k_descale_batch_stride", c_ll), ("k_descale_head_stride", c_ll),
-                ("v_descale_batch_stride", c_ll), ("v_descale_head_stride", c_ll)]
+                ("v_descale_batch_stride", c_ll), ("v_descale_head_stride", c_ll),
+                ("q_scale", c_void_p), ("q_scale_row_stride", c_ll), ("q_scale_head_stride", c_ll),
+                ("k_token_scale", c_void_p), ("v_channel_scale", c_void_p)]
 
 
 class Selection(ctypes.Structure):
@@ -89,7 +91,7 @@ class CacheWrite(ctypes.Structure):
                 ("value_head_stride", c_ll), ("block_size", c_int), ("num_blocks", c_int)] + [
         (n, c_ll) for n in ("key_cache_block_stride", "key_cache_page_stride", "key_cache_head_stride",
                             "value_cache_block_stride", "value_cache_page_stride", "value_cache_head_stride")] + [
-        ("host_slot_mapping", c_void_p)]
+        ("host_slot_mapping", c_void_p), ("key_scale_cache", c_void_p)]
 
 
 class Cascade(ctypes.Structure):

@@ -161,6 +161,11 @@ void to_args(const attnc_call& c, AttentionArgs& a) {
   a.k_descale_head_stride = c.k_descale_head_stride;
   a.v_descale_batch_stride = c.v_descale_batch_stride;
   a.v_descale_head_stride = c.v_descale_head_stride;
+  a.q_scale = c.q_scale;
+  a.q_scale_row_stride = c.q_scale_row_stride;
+  a.q_scale_head_stride = c.q_scale_head_stride;
+  a.k_token_scale = c.k_token_scale;
+  a.v_channel_scale = c.v_channel_scale;
 }
 
 }  // namespace

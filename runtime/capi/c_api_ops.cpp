@@ -124,6 +124,7 @@ CacheWriteArgs to_args(const attnc_cache_write& w) {
   a.value_cache_page_stride = w.value_cache_page_stride;
   a.value_cache_head_stride = w.value_cache_head_stride;
   a.host_slot_mapping = w.host_slot_mapping;
+  a.key_scale_cache = w.key_scale_cache;
   return a;
 }
 

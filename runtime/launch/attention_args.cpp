@@ -10,6 +10,7 @@
 #include "attnc/params/split_combine_shape.h"
 #include "runtime/driver/tensor_map.h"
 #include "runtime/launch/error_message.h"
+#include "runtime/launch/int8_args.h"
 
 namespace attnc {
 namespace {
@@ -369,6 +370,8 @@ AttentionLaunch prepare_attention(const KernelPlan& plan, const AttentionArgs& a
     p.o_partial = parts.o;
     p.lse_partial = parts.lse;
   }
+
+  set_int8_params(plan, a, p);
 
   AttentionLaunch l;
   l.params = p;

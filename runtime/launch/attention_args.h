@@ -109,6 +109,13 @@ struct AttentionArgs {
   const float* v_descale = nullptr;
   long long k_descale_batch_stride = -1, k_descale_head_stride = -1;
   long long v_descale_batch_stride = -1, v_descale_head_stride = -1;
+  // int8 quant modes (attention-semantics.md §5.2; runtime/launch/int8_args.h): q and k are int8
+  // (v too for int8_qkv), strides in elements as above; required iff the spec has an int8 mode.
+  const float* q_scale = nullptr;     // per token and q head: [total_q, Hq] by default
+  long long q_scale_row_stride = 0;   // 0, 0: [total_q, Hq]; 1, total_q: the fork's [Hq, total_q]
+  long long q_scale_head_stride = 0;
+  const float* k_token_scale = nullptr;    // paged: [num_blocks, Hkv, page_size]; contiguous: [total_k, Hkv]
+  const float* v_channel_scale = nullptr;  // int8_qkv: [Hkv, Dv] per channel
 };
 
 using GridDims = Dim3;

@@ -54,6 +54,7 @@ CacheWriteLaunch prepare_cache_write(const KernelPlan& plan, const CacheWriteArg
   const Spec& s = plan.spec;
   c.require(plan.kind == KernelKind::cache_write, "the plan makes ", to_string(plan.kind), " kernels, not cache_write");
   const bool fp8 = s.kv_cache.dtype == KvDType::fp8_e4m3 || s.kv_cache.dtype == KvDType::fp8_e5m2;
+  const bool int8 = s.kv_cache.dtype == KvDType::int8, int8_v = int8 && s.quant != QuantMode::int8_qk;
   c.require(a.num_tokens >= 0, "num_tokens (slot_mapping's length) must be >= 0, got ", a.num_tokens);
   c.require(a.num_kv_heads >= 0, "num_kv_heads must be >= 0 (0: the spec's), got ", a.num_kv_heads);
   const int heads = a.num_kv_heads ? a.num_kv_heads : s.num_kv_heads;
@@ -69,6 +70,11 @@ CacheWriteLaunch prepare_cache_write(const KernelPlan& plan, const CacheWriteArg
   if (fp8) {
     c.require(a.k_scale && a.v_scale, "a ", to_string(s.kv_cache.dtype),
               " cache needs k_scale and v_scale (device fp32; stored = fp8(x / scale))");
+  } else if (int8) {
+    c.require(a.key_scale_cache != nullptr, "an int8 cache needs key_scale_cache [num_blocks, Hkv, block_size] fp32");
+    c.require(!a.k_scale && !a.per_head_scale, "k_scale given but an int8 cache quantises keys per token");
+    c.require((a.v_scale != nullptr) == int8_v, int8_v ? "int8_qkv needs v_scale [Hkv, Dv] fp32 (static per channel)"
+                                                       : "v_scale given but int8_qk keeps V in 16 bits");
   } else {
     c.require(!a.k_scale && !a.v_scale && !a.per_head_scale,
               "k_scale/v_scale given but the cache holds the model's dtype (kv_cache.dtype same); scales apply to fp8 caches");
@@ -92,12 +98,12 @@ CacheWriteLaunch prepare_cache_write(const KernelPlan& plan, const CacheWriteArg
                                         a.key_cache_head_stride, s.kv_cache.layout, bs, heads, d);
   const CacheStrides vc = cache_strides(c, "value_cache", a.value_cache_block_stride, a.value_cache_page_stride,
                                         a.value_cache_head_stride, s.kv_cache.layout, bs, heads, dv);
-  const int cache_bytes = fp8 ? 1 : 2;
+  const int cache_bytes = fp8 || int8 ? 1 : 2, value_bytes = fp8 || int8_v ? 1 : 2;
   c.pointer("key_cache", a.key_cache, 8 * cache_bytes);
-  c.pointer("value_cache", a.value_cache, 8 * cache_bytes);
+  c.pointer("value_cache", a.value_cache, 8 * value_bytes);
   c.require(a.key_cache != a.value_cache, "key_cache and value_cache are the same pointer");
   c.strides("key_cache", {kc.block, kc.page, kc.head}, 8, cache_bytes);
-  c.strides("value_cache", {vc.block, vc.page, vc.head}, 8, cache_bytes);
+  c.strides("value_cache", {vc.block, vc.page, vc.head}, 8, value_bytes);
   c.disjoint("key_cache", d, {{"block", a.num_blocks, kc.block}, {"page", bs, kc.page}, {"head", heads, kc.head}});
   c.disjoint("value_cache", dv, {{"block", a.num_blocks, vc.block}, {"page", bs, vc.page}, {"head", heads, vc.head}});
 
@@ -106,6 +112,8 @@ CacheWriteLaunch prepare_cache_write(const KernelPlan& plan, const CacheWriteArg
     c.pointer("k_scale", a.k_scale, 4);
     c.pointer("v_scale", a.v_scale, 4);
   }
+  if (int8) c.pointer("key_scale_cache", a.key_scale_cache, 4);
+  if (int8_v) c.pointer("v_scale", a.v_scale, 4);
   const long long num_slots = (long long)a.num_blocks * bs;
   if (a.host_slot_mapping) check_slots(c, a.host_slot_mapping, a.num_tokens, num_slots, bs);
 
@@ -115,7 +123,8 @@ CacheWriteLaunch prepare_cache_write(const KernelPlan& plan, const CacheWriteArg
   p.value_cache = a.value_cache;
   p.slot_mapping = a.slot_mapping;
   p.k_scale = fp8 ? a.k_scale : nullptr;
-  p.v_scale = fp8 ? a.v_scale : nullptr;
+  p.v_scale = fp8 || int8_v ? a.v_scale : nullptr;
+  p.key_scale_cache = int8 ? a.key_scale_cache : nullptr;
   p.scale_head_stride = a.per_head_scale ? 1 : 0;
   p.kc_block_stride = kc.block; p.kc_page_stride = kc.page; p.kc_head_stride = kc.head;
   p.vc_block_stride = vc.block; p.vc_page_stride = vc.page; p.vc_head_stride = vc.head;
@@ -129,6 +138,44 @@ CacheWriteLaunch prepare_cache_write(const KernelPlan& plan, const CacheWriteArg
   l.grid.x = unsigned(a.num_tokens);
   l.block.x = unsigned(kCacheWriteThreads);
   return l;
+}
+
+Int8QuantizeLaunch prepare_int8_quantize(const KernelPlan& plan, const Int8QuantizeArgs& a) {
+  const ArgCheck c("int8 quantize");
+  c.require(plan.kind == KernelKind::cache_write && plan.spec.kv_cache.dtype == KvDType::int8,
+            "the quantiser is the _quantize entry of an int8 spec's cache_write kernel");
+  c.require(a.num_rows >= 0, "num_rows must be >= 0, got ", a.num_rows);
+  const int heads = a.num_heads ? a.num_heads : plan.spec.num_q_heads, d = plan.head_dim;
+  c.require(heads >= 1, "num_heads must be >= 1 (0: the spec's num_q_heads), got ", heads);
+  Int8QuantizeLaunch l;
+  l.empty = a.num_rows == 0;
+  if (l.empty) return l;
+  Int8QuantizeParams& p = l.params;
+  p.x_row_stride = or_default(a.x_row_stride, (long long)heads * d);
+  p.x_head_stride = or_default(a.x_head_stride, d);
+  p.out_row_stride = or_default(a.out_row_stride, (long long)heads * d);
+  p.out_head_stride = or_default(a.out_head_stride, d);
+  c.pointer("x", a.x, 16);
+  c.pointer("out", a.out, 8);
+  c.pointer("scale", a.scale, 4);
+  c.strides("x", {p.x_row_stride, p.x_head_stride}, 8, 2);
+  c.strides("out", {p.out_row_stride, p.out_head_stride}, 8, 1);
+  p.x = a.x;
+  p.out = a.out;
+  p.scale = a.scale;
+  p.scale_row_stride = a.scale_head_major ? 1 : heads;
+  p.scale_head_stride = a.scale_head_major ? a.num_rows : 1;
+  p.num_rows = a.num_rows;
+  p.num_heads = heads;
+  p.head_size = d;
+  l.grid.x = unsigned(a.num_rows);
+  l.block.x = unsigned(kCacheWriteThreads);
+  return l;
+}
+
+void launch_int8_quantize(const Kernel& kernel, const Int8QuantizeLaunch& l, CUstream stream) {
+  if (l.empty) return;
+  kernel.launch(l.grid, l.block, 0, stream, &l.params);
 }
 
 void launch_cache_write(const Kernel& kernel, const CacheWriteLaunch& l, CUstream stream) {

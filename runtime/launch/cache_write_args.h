@@ -45,7 +45,35 @@ struct CacheWriteArgs {
   long long value_cache_block_stride = 0, value_cache_page_stride = 0, value_cache_head_stride = 0;
 
   const long long* host_slot_mapping = nullptr;  // optional host copy: checks every slot first
+
+  // int8 caches (the int8 fork's reshape_and_cache_flash_int8 / _mix with the key quantisation
+  // fused in; CacheWriteParams): key and value are 16-bit; the key plane holds int8, the per-token
+  // key scales go to key_scale_cache [num_blocks, Hkv, block_size] fp32; int8_qkv quantises value
+  // with v_scale [Hkv, Dv] (static per channel) into an int8 value plane, int8_qk copies it (16-bit
+  // plane). Cache strides count cache elements: bytes in int8 planes, 2-byte units in 16-bit ones.
+  float* key_scale_cache = nullptr;
 };
+
+// The int8 quantiser (scaled_int8_quant_for_attn, mode 2), the `<entry>_quantize` kernel of an
+// int8 spec's cache_write module: x [num_rows, num_heads, head_size] 16-bit -> out int8 and scale,
+// per (row, head), symmetric (scale = amax / 127).
+struct Int8QuantizeArgs {
+  const void* x = nullptr;
+  signed char* out = nullptr;
+  float* scale = nullptr;
+  int num_rows = 0;
+  int num_heads = 0;                  // 0: the spec's num_q_heads
+  long long x_row_stride = 0, x_head_stride = 0;      // 0: contiguous
+  long long out_row_stride = 0, out_head_stride = 0;  // 0: contiguous
+  bool scale_head_major = false;      // false: scale [num_rows, heads]; true: the fork's [heads, num_rows]
+};
+struct Int8QuantizeLaunch {
+  Int8QuantizeParams params{};
+  GridDims grid, block;
+  bool empty = false;
+};
+Int8QuantizeLaunch prepare_int8_quantize(const KernelPlan&, const Int8QuantizeArgs&);  // throws BadCall
+void launch_int8_quantize(const Kernel& quantize, const Int8QuantizeLaunch&, CUstream stream);
 
 struct CacheWriteLaunch {
   CacheWriteParams params{};

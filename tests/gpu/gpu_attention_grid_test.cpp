@@ -1,8 +1,9 @@
 // The attention grid (tests/gpu/attention_grid.h) on the GPU against the float64 reference:
 // contiguous prefill, paged prefill, decode with one token per request and with cu_query_lens,
 // every cache layout and page-table form, split-KV forced and heuristic, ALiBi, sinks, softcap,
-// windows, both LSE layouts and bases, bf16 and fp16; every prefill case (contiguous, and paged
-// over a 16-bit cache) on prefill_sm80 and again on prefill_sm90 (sm_90a devices). The kernels the selected tests need are
+// windows, both LSE layouts and bases, bf16 and fp16, both int8 modes (tests/gpu/int8_grid.h);
+// every prefill case (contiguous, and paged over a 16-bit cache) on prefill_sm80 and again on
+// prefill_sm90 (sm_90a devices). The kernels the selected tests need are
 // compiled once, in parallel, before the first case; each case runs on two fresh random inputs
 // and prints one `RESULT` line per run. Spills are reported (SPILLS lines), not failed: register
 // tuning is separate work. Skips without a GPU.
@@ -21,13 +22,23 @@
 #include "runtime/driver/device.h"
 #include "runtime/driver/module.h"
 #include "runtime/compiler/nvrtc_compiler.h"
-#include "tests/gpu/attention_grid.h"
+#include "tests/gpu/int8_grid.h"
 
 namespace attnc::grid {
 
 void PrintTo(const GridCase& c, std::ostream* os) { *os << c.name; }
 
 namespace {
+
+// The grid and its int8 cases.
+const std::vector<GridCase>& all_cases() {
+  static const std::vector<GridCase> all = [] {
+    std::vector<GridCase> v = attention_grid();
+    for (GridCase& c : int8_grid()) v.push_back(std::move(c));
+    return v;
+  }();
+  return all;
+}
 
 struct LoadedKernel {
   std::optional<KernelPlan> plan;
@@ -75,7 +86,7 @@ class AttentionGrid : public ::testing::TestWithParam<GridCase> {
       }
     std::vector<KernelSource> sources;
     std::vector<KernelPlan> plans;
-    for (const GridCase& c : attention_grid()) {
+    for (const GridCase& c : all_cases()) {
       if (!selected.empty() && !selected.count(c.name)) continue;
       if (!refusal(c).empty()) continue;
       const KernelPlan plan = plan_kernel(c.spec, c.kind, grid_config(c, device_->arch()), device_->arch());
@@ -142,7 +153,7 @@ TEST_P(AttentionGrid, MatchesFloat64Reference) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Grid, AttentionGrid, ::testing::ValuesIn(attention_grid()),
+INSTANTIATE_TEST_SUITE_P(Grid, AttentionGrid, ::testing::ValuesIn(all_cases()),
                          [](const auto& info) { return info.param.name; });
 
 }  // namespace

@@ -23,7 +23,9 @@
 //   kGroup (q heads per kv head), kMask (MaskKind), kSoftcap, kAlibi (Alibi), kSinks,
 //   kLse (LseOut), kPaged, kPackGqa, kSplitKv, kKvCache (kCacheSame, or an fp8 paged cache: tiles
 //   stage as fp8 bytes and convert into one fp16 K/V buffer before the compute, and the mma runs in
-//   fp16 with bf16 Q converted once; features/kv_fp8.cuh).
+//   fp16 with bf16 Q converted once; features/kv_fp8.cuh); int8 kernels also kInt8 (Int8Mode: int8
+//   Q/K[/V] widened to 16 bits on their way into shared memory, scales on scores and output;
+//   features/int8_scales.cuh).
 #pragma once
 
 #include "attnc/core/ptx.cuh"
@@ -32,6 +34,7 @@
 #include "attnc/features/alibi.cuh"
 #include "attnc/features/block_range.cuh"
 #include "attnc/features/block_sparse.cuh"
+#include "attnc/features/int8_scales.cuh"
 #include "attnc/features/kv_fp8.cuh"
 #include "attnc/features/kv_source.cuh"
 #include "attnc/features/lse.cuh"
@@ -75,13 +78,21 @@ struct AttentionSm80 {
   using KStage = Fp8Stage<BN, D>;
   using VStage = Fp8Stage<BN, DV>;
   static constexpr int kStageBytes = FP8 ? STAGES * (KStage::kBytes + VStage::kBytes) : 0;
-  static constexpr int kSmemBytes = 2 * (QTile::kElems + CSTAGES * (KTile::kElems + VTile::kElems)) + kStageBytes;
+  // int8: K (and V with Int8Mode::qkv) also stage raw, STAGES deep, before widening.
+  using RawK = Int8RawTile<BN, D>;
+  using RawV = Int8RawTile<BN, DV>;
+  static constexpr int kRawStageBytes = (Int8ModeOf<T>::value != Int8Mode::none ? RawK::kBytes : 0) +
+                                        (Int8ModeOf<T>::value == Int8Mode::qkv ? RawV::kBytes : 0);
+  static constexpr int kSmemBytes = 2 * (QTile::kElems + CSTAGES * (KTile::kElems + VTile::kElems)) + kStageBytes +
+                                    STAGES * kRawStageBytes;
 
   using Rows = RowMap<T::kPackGqa, G>;
   using Kv = KvSource<T::kPaged, typename KvElemOf<FP8>::type>;
   using MaskT = Mask<T::kMask>;
   using AlibiT = AlibiBias<T::kAlibi>;
   using Sparse = typename SparseOf<T>::type;
+  static constexpr Int8Mode I8 = Int8ModeOf<T>::value;
+  using Int8T = Int8Scales<I8, T::kPaged>;
 
   // What one block works on, fixed by setup().
   struct Work {
@@ -95,6 +106,7 @@ struct AttentionSm80 {
     u16* sQ;
     u16* sK;
     u16* sV;
+    unsigned char* sRaw;  // int8: STAGES raw stages of K (then V)
     u8* sK8;  // fp8: the staged stages
     u8* sV8;
   };
@@ -106,6 +118,7 @@ struct AttentionSm80 {
     AlibiT alibi[2];
     float acc_o[2 * DV16][4];
     OnlineSoftmax<2> softmax;
+    Int8T int8;
     u32 q_base, k_base0, v_base0;  // ldmatrix row bases (SmemTile::frag_addr)
     int xq, xk;                    // and their swizzle keys
     KvDequant dequant;             // fp8: K's factor on the scores, V's on the output
@@ -115,13 +128,19 @@ struct AttentionSm80 {
   __device__ static void run(const AttentionParams& p, u16* smem) {
     Work w;
     if (!setup(p, smem, w)) return;
-    const Kv kv(p, w.seq, T::kPackGqa ? blockIdx.y : blockIdx.y / G);
+    const int kv_head = T::kPackGqa ? blockIdx.y : blockIdx.y / G;
+    const Kv kv(p, w.seq, kv_head);
     const MaskT mask(w.sq, kv.sk, p.window_left, p.window_right);
     w.keys = block_range<BN>(mask, w.t0, w.t1, kv.sk, w.split, T::kSplitKv ? p.num_splits : 1);
 
     start_pipeline(p, w, kv);
     State st;
     init_state(p, w, st);
+    if constexpr (I8 != Int8Mode::none) {
+      const int rows[2] = {st.row0, st.row0 + 8};
+      st.int8.init(p, kv, w.seq, kv_head, DV, rows, w.rows_here,
+                   [&](int r) { return w.q_begin + w.rows.token(r); }, [&](int r) { return w.rows.head(r); });
+    }
     if constexpr (FP8) prepare_q(w, st);
     for (int it = 0; it < w.keys.n_tiles; ++it) {
       advance_pipeline(w, kv, it);
@@ -148,6 +167,7 @@ struct AttentionSm80 {
     w.sV = w.sK + CSTAGES * KTile::kElems;
     w.sK8 = reinterpret_cast<u8*>(w.sV + CSTAGES * VTile::kElems);
     w.sV8 = w.sK8 + STAGES * KStage::kBytes;
+    w.sRaw = w.sK8 + kStageBytes;
     w.tid = threadIdx.x;
     return true;
   }
@@ -211,12 +231,19 @@ struct AttentionSm80 {
     if constexpr (FP8) {
       KStage::template load_rows_async<NTHREADS>(w.sK8 + stage * KStage::kBytes, kv.k_rows(n0), kv.sk - n0, w.tid);
       VStage::template load_rows_async<NTHREADS>(w.sV8 + stage * VStage::kBytes, kv.v_rows(n0), kv.sk - n0, w.tid);
-    } else {
+      return;
+    }
+    unsigned char* raw = w.sRaw + stage * kRawStageBytes;
+    if constexpr (I8 != Int8Mode::none)
+      RawK::template load_async<NTHREADS>(raw, kv.k_rows(n0), kv.sk - n0, w.tid);
+    else
       KTile::template load_rows_async<NTHREADS, 2 * KSTEPS, D / 8>(w.sK + stage * KTile::kElems, kv.k_rows(n0),
                                                                     kv.sk - n0, w.tid);
+    if constexpr (I8 == Int8Mode::qkv)
+      RawV::template load_async<NTHREADS>(raw + RawK::kBytes, kv.v_rows(n0), kv.sk - n0, w.tid);
+    else
       VTile::template load_rows_async<NTHREADS, 2 * DV16, DV / 8>(w.sV + stage * VTile::kElems, kv.v_rows(n0),
                                                                    kv.sk - n0, w.tid);
-    }
   }
 
   // Q with the first tile, then the rest of the pipeline's depth.
@@ -225,7 +252,10 @@ struct AttentionSm80 {
     const auto q_row = [&](int r) {
       return q + (w.q_begin + w.rows.token(r)) * p.q_row_stride + w.rows.head(r) * p.q_head_stride;
     };
-    QTile::template load_rows_async<NTHREADS, 2 * KSTEPS, D / 8>(w.sQ, q_row, w.rows_here, w.tid);
+    if constexpr (I8 != Int8Mode::none)
+      load_int8_rows_widened<QTile, E, NTHREADS, 2 * KSTEPS, D / 8>(w.sQ, q_row, w.rows_here, w.tid);
+    else
+      QTile::template load_rows_async<NTHREADS, 2 * KSTEPS, D / 8>(w.sQ, q_row, w.rows_here, w.tid);
     if (w.keys.n_tiles > 0) load_kv(w, kv, 0);
     cp_async_commit();
 #pragma unroll
@@ -244,6 +274,14 @@ struct AttentionSm80 {
     cp_async_commit();
     cp_async_wait<STAGES - 1>();
     __syncthreads();
+    if constexpr (I8 != Int8Mode::none) {  // the raw int8 stage into the 16-bit tiles the mma steps read
+      const int stage = it % STAGES;
+      const unsigned char* raw = w.sRaw + stage * kRawStageBytes;
+      RawK::template widen<KTile, E, NTHREADS, 2 * KSTEPS>(w.sK + stage * KTile::kElems, raw, w.tid);
+      if constexpr (I8 == Int8Mode::qkv)
+        RawV::template widen<VTile, E, NTHREADS, 2 * DV16>(w.sV + stage * VTile::kElems, raw + RawK::kBytes, w.tid);
+      __syncthreads();
+    }
     if constexpr (FP8) {
       convert_stage<NTHREADS>(w, it % STAGES, w.tid);
       __syncthreads();
@@ -264,6 +302,7 @@ struct AttentionSm80 {
     if (Sparse::kEnabled && !tile_visible(w, sk - w.sq, n0)) return;
     float acc_s[BN / 8][4];
     mma_qk(st, stage, acc_s);
+    st.int8.scale_scores(acc_s, n0, st.col0, sk);
     score_and_mask(p, w, mask, sk, n0, st, acc_s);
     float rescale[2];
     st.softmax.update(acc_s, rescale);
@@ -356,6 +395,7 @@ struct AttentionSm80 {
       inv_sum[1] *= st.dequant.v;
     }
     cp_async_wait<0>();
+    st.int8.template scale_output<2 * DV16, DV>(st.acc_o, st.col0);
     if (partial) store_partial(p, w, st, inv_sum, lse2);
     else store_output(p, w, st, inv_sum, lse2);
   }

@@ -99,6 +99,28 @@ struct CacheWriteParams {
   int head_size_v;
   int block_size;    // tokens per page
   long long num_slots;  // num_blocks * block_size
+
+  // int8 caches (kCacheInt8Qkv, kCacheInt8Qk; attention-semantics.md §5.2): each token's key row is
+  // quantised per head, symmetric: scale = amax / 127, stored k8 = round(k / scale) (0 for an
+  // all-zero row, whose scale is 0), the scale into key_scale_cache[page, head, pos] (the fork's
+  // [num_blocks, Hkv, block_size]). kCacheInt8Qkv stores v8 = clamp(round(v / v_scale[head, d]),
+  // -127, 127) with the static per-channel v_scale [Hkv, Dv]; kCacheInt8Qk copies the 16-bit value.
+  float* key_scale_cache;
+};
+
+// The int8 quantiser (the fork's scaled_int8_quant_for_attn, mode 2): x [rows, heads, dim] 16-bit
+// -> out int8 and one scale per (row, head), symmetric as the int8 key cache above. Scales at
+// row * scale_row_stride + head * scale_head_stride ([T, H] or the fork's [H, T]).
+struct Int8QuantizeParams {
+  const void* x;
+  signed char* out;
+  float* scale;
+  long long x_row_stride, x_head_stride;
+  long long out_row_stride, out_head_stride;
+  long long scale_row_stride, scale_head_stride;
+  int num_rows;
+  int num_heads;
+  int head_size;     // a multiple of 8, at most 256 (a warp's lanes hold one 8-element chunk each)
 };
 
 // Launch shapes, shared by the planner, the host argument code and the templates.
@@ -110,5 +132,7 @@ constexpr int kLseCorrectThreads = 128;     // as merge: a 16-byte chunk per thr
 constexpr int kCacheSame = 0;      // the model's 16-bit dtype, copied bit for bit
 constexpr int kCacheFp8E4m3 = 1;   // float8 e4m3fn, max 448
 constexpr int kCacheFp8E5m2 = 2;   // float8 e5m2, max 57344
+constexpr int kCacheInt8Qkv = 3;   // int8 K (per-token scales) and int8 V (static per-channel scales)
+constexpr int kCacheInt8Qk = 4;    // int8 K (per-token scales) and the 16-bit V
 
 }  // namespace attnc

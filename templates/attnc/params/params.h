@@ -89,6 +89,22 @@ struct AttentionParams {
   const float* v_descale;
   long long k_descale_batch_stride, k_descale_head_stride;
   long long v_descale_batch_stride, v_descale_head_stride;
+  // int8 attention (compiled with kInt8, features/int8_scales.cuh; attention-semantics.md §5.2).
+  // q and k hold int8 (v too with Int8Mode::qkv). Their strides above are then in 2-byte units
+  // (the host halves the element strides, which are multiples of 8), so the 16-bit row addressing
+  // of KvSource and the Q rows reaches their rows unchanged.
+  //   q_scale: (token row, q head) at row * q_scale_row_stride + head * q_scale_head_stride
+  //            ([T, H] or [H, T]); score = softmax_scale * q_scale * k_token_scale * sum(q8 * k8)
+  //   k_token_scale: key (page, slot, kv head) at page * k_token_scale_block_stride
+  //            + slot * k_token_scale_row_stride + head * k_token_scale_head_stride (the fork's
+  //            [num_blocks, Hkv, block_size]); contiguous K: key row t at
+  //            t * k_token_scale_row_stride + head * k_token_scale_head_stride ([total_k, Hkv])
+  //   v_channel_scale: [Hkv, Dv] per channel (Int8Mode::qkv): o = v_channel_scale * sum(p * v8)
+  const float* q_scale;
+  long long q_scale_row_stride, q_scale_head_stride;
+  const float* k_token_scale;
+  long long k_token_scale_row_stride, k_token_scale_head_stride, k_token_scale_block_stride;
+  const float* v_channel_scale;
 };
 
 }  // namespace attnc

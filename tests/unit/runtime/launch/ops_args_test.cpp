@@ -59,7 +59,10 @@ TEST(OpsPlan, NamesCarryOnlyWhatChangesTheCode) {
 
 TEST(OpsPlan, RefusesWhatNoTemplateDoes) {
   EXPECT_THROW(plan_for(llama(KvDType::fp8_e4m3), KernelKind::cache_write, "sm_86"), NotSupportedYet);
-  EXPECT_THROW(plan_for(llama(KvDType::int8), KernelKind::cache_write), NotSupportedYet);
+  Spec int8_d512 = llama(KvDType::int8);
+  int8_d512.quant = QuantMode::int8_qkv;
+  int8_d512.head_dim = int8_d512.head_dim_v = 512;
+  EXPECT_THROW(plan_for(int8_d512, KernelKind::cache_write), NotSupportedYet);  // a key row per warp
   Config c = default_config(llama(), KernelKind::merge, "sm_90a");
   c.family = "cache_write";
   EXPECT_THROW(plan_kernel(llama(), KernelKind::merge, c, "sm_90a"), BadConfig);
@@ -196,6 +199,50 @@ TEST(CacheWriteArgs, Fp8TakesScales) {
   a.key_cache_page_stride = 8 * 128;
   a.key_cache_head_stride = 128;
   expect_bad([&] { prepare_cache_write(plan, a); }, "key_cache strides must be multiples of 8 elements (8 bytes), got 16388");
+}
+
+Spec int8_llama(QuantMode q) {
+  Spec s = llama(KvDType::int8);
+  s.quant = q;
+  s.kv_cache.layout = KvLayout::HND;
+  return s;
+}
+
+TEST(CacheWriteArgs, Int8QuantisesKeysIntoTheScaleCache) {
+  const KernelPlan qkv = plan_for(int8_llama(QuantMode::int8_qkv), KernelKind::cache_write);
+  const KernelPlan qk = plan_for(int8_llama(QuantMode::int8_qk), KernelKind::cache_write);
+  EXPECT_EQ(emit_kernel(qkv).entry, "attnc_cache_write_bf16_int8qkv");
+  EXPECT_EQ(emit_kernel(qk).entry, "attnc_cache_write_bf16_int8qk");
+  EXPECT_NE(emit_kernel(qkv).source.find("_quantize(const attnc::Int8QuantizeParams params)"), std::string::npos);
+  CacheWriteArgs a = good_write();
+  a.key_cache = fake(0x100008);  // int8 planes move 8-byte pieces
+  expect_bad([&] { prepare_cache_write(qk, a); }, "cache_write: an int8 cache needs key_scale_cache");
+  a.key_scale_cache = fake<float>(0x50000);
+  EXPECT_EQ(prepare_cache_write(qk, a).params.key_scale_cache, a.key_scale_cache);
+  expect_bad([&] { prepare_cache_write(qkv, a); }, "int8_qkv needs v_scale [Hkv, Dv]");
+  a.v_scale = fake<const float>(0x40000);
+  const CacheWriteParams p = prepare_cache_write(qkv, a).params;
+  EXPECT_EQ(p.v_scale, a.v_scale);
+  EXPECT_EQ(p.kc_head_stride, 16 * 128);  // HND
+  expect_bad([&] { prepare_cache_write(qk, a); }, "v_scale given but int8_qk keeps V in 16 bits");
+  a.k_scale = fake<const float>(0x40000);
+  expect_bad([&] { prepare_cache_write(qkv, a); }, "k_scale given but an int8 cache quantises keys per token");
+  // The quantiser: [rows, Hq, D] by default, scales [rows, Hq] or [Hq, rows].
+  Int8QuantizeArgs q;
+  q.x = fake(0x10000);
+  q.out = fake<signed char>(0x20000);
+  q.scale = fake<float>(0x30000);
+  q.num_rows = 5;
+  Int8QuantizeParams qp = prepare_int8_quantize(qkv, q).params;
+  EXPECT_EQ(qp.x_row_stride, 32 * 128);
+  EXPECT_EQ(qp.scale_row_stride, 32);
+  EXPECT_EQ(qp.scale_head_stride, 1);
+  q.scale_head_major = true;
+  qp = prepare_int8_quantize(qkv, q).params;
+  EXPECT_EQ(qp.scale_row_stride, 1);
+  EXPECT_EQ(qp.scale_head_stride, 5);
+  expect_bad([&] { prepare_int8_quantize(plan_for(llama(), KernelKind::cache_write), q); },
+             "the quantiser is the _quantize entry of an int8 spec's cache_write kernel");
 }
 
 TEST(CacheWriteArgs, BadCallsNameTheProblem) {

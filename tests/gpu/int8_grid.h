@@ -1,0 +1,87 @@
+// The int8 cases of the attention grid (attention-semantics.md §5.2): both int8 modes as
+// contiguous prefill, paged prefill and paged decode (one and several query tokens), with the
+// features the int8 fork allows (causal, window, softcap, ALiBi, sqrt-ALiBi, GQA), q scales in
+// both layouts, and the fork's HND cache beside the other layouts. Checked against the float64
+// reference on the dequantised inputs (check/int8_inputs.h).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "tests/gpu/attention_grid.h"
+
+namespace attnc::grid {
+
+inline Spec int8_spec(QuantMode quant, DType t, int d, int hq, int hkv, MaskSpec mask) {
+  Spec s = grid_spec(t, d, d, hq, hkv, mask, {LseLayout::none, LseBase::e});
+  s.quant = quant;
+  s.kv_cache.dtype = KvDType::int8;
+  return s;
+}
+
+inline std::vector<GridKernel> int8_kernels() {
+  using Q = QuantMode;
+  std::vector<GridKernel> out;
+  auto add = [&](std::string tag, Spec s, auto&& tweak) {
+    tweak(s);
+    out.push_back({std::move(tag), std::move(s), {KernelKind::prefill, KernelKind::prefill_paged, KernelKind::decode}});
+  };
+  add("i8qkv_d128g4", int8_spec(Q::int8_qkv, DType::fp16, 128, 8, 2, kCausal), [](Spec&) {});
+  add("i8qk_d128g4_bf16", int8_spec(Q::int8_qk, DType::bf16, 128, 8, 2, kCausal), [](Spec&) {});
+  add("i8qkv_d64g8_win_softcap_bf16", int8_spec(Q::int8_qkv, DType::bf16, 64, 16, 2, kWindow256),
+      [](Spec& s) { s.softcap = 30.f; });
+  add("i8qk_d96g1_alibi", int8_spec(Q::int8_qk, DType::fp16, 96, 4, 4, kCausal), [](Spec& s) { s.alibi = Alibi::linear; });
+  add("i8qkv_d80g4_sqrtalibi_lse", int8_spec(Q::int8_qkv, DType::fp16, 80, 8, 2, kCausal), [](Spec& s) {
+    s.alibi = Alibi::sqrt;
+    s.lse = {LseLayout::head_major, LseBase::e};
+  });
+  add("i8qk_d256g4_win_softcap", int8_spec(Q::int8_qk, DType::bf16, 256, 8, 2, kWindow256),
+      [](Spec& s) { s.softcap = 30.f; });
+  return out;
+}
+
+inline std::vector<GridCase> int8_grid() {
+  static const std::vector<KvCacheLayout> layouts = {KvCacheLayout::fork_hnd, KvCacheLayout::vllm,
+                                                     KvCacheLayout::fork_hnd, KvCacheLayout::flashinfer_nhd};
+  std::vector<GridCase> out;
+  int i = 0;
+  for (const GridKernel& k : int8_kernels()) {
+    for (KernelKind kind : k.kinds) {
+      const int variants = kind == KernelKind::decode ? 2 : 1;
+      for (int j = 0; j < variants; ++j, ++i) {
+        GridCase g;
+        g.spec = k.spec;
+        g.kind = kind;
+        AttentionCase& c = g.call;
+        c.q_scale_head_major = i % 2 == 1;
+        c.layout = layouts[i % layouts.size()];
+        c.page_table = all_page_table_forms()[i % 3];
+        c.page_size = kPageSizes[i % 3];  // 16, 32, 64
+        c.num_blocks = 2048;
+        c.column_offset = block_table_form(c.page_table) && i % 2 ? 5 : 0;
+        std::string name;
+        if (kind == KernelKind::prefill) {
+          c.seqlens_q = {1, 17, 300, 90};
+          c.seqlens_k = {1, 40, 300, 700};
+          name = "int8_prefill_" + k.tag;
+        } else if (kind == KernelKind::prefill_paged) {
+          c.seqlens_q = {7, 1, 200};
+          c.seqlens_k = {300, 1500, 200};
+          name = "int8_paged_" + k.tag + paging_name(c);
+        } else {
+          g.decode_multi = j == 1;
+          if (g.decode_multi) c.seqlens_q = {1, 2, 4};
+          c.seqlens_k = g.decode_multi ? std::vector<int>{5, 700, 2047} : std::vector<int>{1, 17, 300, 2999, 64};
+          c.num_splits = std::vector<int>{1, 3, 0}[i % 3];
+          name = std::string(g.decode_multi ? "int8_decodeN_" : "int8_decode1_") + k.tag + paging_name(c) + "_s" +
+                 std::to_string(c.num_splits);
+        }
+        g.name = name + (c.q_scale_head_major ? "_qsHT" : "_qsTH");
+        out.push_back(g);
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace attnc::grid

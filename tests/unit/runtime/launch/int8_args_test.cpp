@@ -1,0 +1,136 @@
+// int8 attention specs (attention-semantics.md §5.2) are planned on the attention_sm80 families
+// (prefill_sm80, decode_split), and prepare_attention takes their scales: required exactly where
+// the mode needs them, in the fork's layouts, with the int8 tensors' strides in 2-byte units.
+#include <gtest/gtest.h>
+
+#include "generator/emit/emit.h"
+#include "runtime/launch/attention_args.h"
+
+namespace attnc {
+namespace {
+
+Spec int8_llama(QuantMode q) {
+  Spec s;
+  s.dtype = DType::fp16;
+  s.num_q_heads = 32;
+  s.num_kv_heads = 8;
+  s.quant = q;
+  s.kv_cache.dtype = KvDType::int8;
+  s.kv_cache.layout = KvLayout::HND;
+  s.kernels.decode = true;
+  return s;
+}
+
+KernelPlan plan_for(const Spec& s, KernelKind kind) {
+  return plan_kernel(s, kind, default_config(s, kind, "sm_90a"), "sm_90a");
+}
+
+AttentionArgs good_args(bool paged) {
+  AttentionArgs a;
+  a.q = reinterpret_cast<const void*>(0x10000);
+  a.k = reinterpret_cast<const void*>(0x20000);
+  a.v = reinterpret_cast<const void*>(0x30000);
+  a.o = reinterpret_cast<void*>(0x40000);
+  a.cu_seqlens_q = reinterpret_cast<const int*>(0x50000);
+  a.cu_seqlens_k = reinterpret_cast<const int*>(0x60000);
+  a.batch = 2;
+  a.max_seqlen_q = 300;
+  a.total_q = 400;
+  a.q_scale = reinterpret_cast<const float*>(0x70000);
+  a.k_token_scale = reinterpret_cast<const float*>(0x80000);
+  a.v_channel_scale = reinterpret_cast<const float*>(0x90000);
+  if (paged) {  // the fork's (2, nb, Hkv, bs, D) int8 cache, page 16
+    a.block_table = reinterpret_cast<const int*>(0xa0000);
+    a.block_table_stride = a.max_blocks_per_seq = 64;
+    a.page_size = 16;
+    a.num_blocks = 1024;
+    a.k_row_stride = a.v_row_stride = 128;
+    a.k_head_stride = a.v_head_stride = 16 * 128;
+    a.k_block_stride = a.v_block_stride = 8 * 16 * 128;
+  }
+  return a;
+}
+
+void expect_bad(const KernelPlan& plan, const AttentionArgs& a, const std::string& what) {
+  try {
+    prepare_attention(plan, a);
+    ADD_FAILURE() << "accepted; expected an error containing: " << what;
+  } catch (const BadCall& e) {
+    EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
+  }
+}
+
+TEST(Int8Plan, RunsOnTheSm80FamiliesWithItsModeInTheName) {
+  const Spec qkv = int8_llama(QuantMode::int8_qkv), qk = int8_llama(QuantMode::int8_qk);
+  EXPECT_EQ(plan_for(qkv, KernelKind::prefill).family, "prefill_sm80");  // prefill_sm90 has no int8 path
+  EXPECT_EQ(plan_for(qkv, KernelKind::decode).family, "decode_split");   // decode_bw streams 16-bit rows
+  EXPECT_EQ(plan_for(qk, KernelKind::prefill_paged).int8, Int8Mode::qk);
+  EXPECT_NE(emit_kernel(plan_for(qkv, KernelKind::decode)).entry.find("_i8qkv_"), std::string::npos);
+  EXPECT_NE(emit_kernel(plan_for(qk, KernelKind::prefill)).source.find("kInt8 = attnc::Int8Mode::qk;"),
+            std::string::npos);
+  Spec fp16 = qkv;
+  fp16.quant = QuantMode::none;
+  fp16.kv_cache.dtype = KvDType::same;
+  EXPECT_EQ(emit_kernel(plan_for(fp16, KernelKind::prefill)).source.find("kInt8"), std::string::npos);
+  Config bw = default_config(qkv, KernelKind::decode, "sm_90a");
+  bw.family = "decode_bw";
+  bw.block_m = 16;
+  EXPECT_THROW(plan_kernel(qkv, KernelKind::decode, bw, "sm_90a"), NotSupportedYet);
+}
+
+TEST(Int8Args, ScalesInTheForksLayoutsAndStridesInTwoByteUnits) {
+  const KernelPlan paged = plan_for(int8_llama(QuantMode::int8_qkv), KernelKind::prefill_paged);
+  AttentionArgs a = good_args(true);
+  AttentionParams p = prepare_attention(paged, a).params;
+  EXPECT_EQ(p.q_row_stride, 32 * 128 / 2);
+  EXPECT_EQ(p.k_head_stride, 16 * 128 / 2);
+  EXPECT_EQ(p.v_block_stride, 8 * 16 * 128 / 2);
+  EXPECT_EQ(p.o_row_stride, 32 * 128);  // the output stays 16-bit
+  EXPECT_EQ(p.q_scale_row_stride, 32);  // [total_q, Hq]
+  EXPECT_EQ(p.q_scale_head_stride, 1);
+  EXPECT_EQ(p.k_token_scale_block_stride, 8 * 16);  // [num_blocks, Hkv, block_size]
+  EXPECT_EQ(p.k_token_scale_head_stride, 16);
+  EXPECT_EQ(p.k_token_scale_row_stride, 1);
+  a.q_scale_row_stride = 1;  // the fork's [Hq, total_q]
+  a.q_scale_head_stride = 400;
+  p = prepare_attention(paged, a).params;
+  EXPECT_EQ(p.q_scale_head_stride, 400);
+
+  const KernelPlan qk = plan_for(int8_llama(QuantMode::int8_qk), KernelKind::prefill);
+  AttentionArgs c = good_args(false);
+  c.v_channel_scale = nullptr;
+  p = prepare_attention(qk, c).params;
+  EXPECT_EQ(p.k_token_scale_row_stride, 8);  // contiguous K: [total_k, Hkv]
+  EXPECT_EQ(p.k_token_scale_head_stride, 1);
+  EXPECT_EQ(p.k_row_stride, 8 * 128 / 2);
+  EXPECT_EQ(p.v_row_stride, 8 * 128);  // int8_qk: V is 16-bit
+}
+
+TEST(Int8Args, BadCallsNameTheProblem) {
+  const KernelPlan qkv = plan_for(int8_llama(QuantMode::int8_qkv), KernelKind::decode);
+  AttentionArgs a = good_args(true);
+  a.q_scale = nullptr;
+  expect_bad(qkv, a, "attention: q_scale [total_q, Hq] or [Hq, total_q] fp32 is required: the kernel is int8");
+  a = good_args(true);
+  a.v_channel_scale = nullptr;
+  expect_bad(qkv, a, "v_channel_scale [Hkv, Dv] fp32 is required");
+  a = good_args(true);
+  a.k_token_scale = reinterpret_cast<const float*>(0x80002);
+  expect_bad(qkv, a, "k_token_scale must be 4-byte aligned");
+  a = good_args(true);
+  a.q_scale_row_stride = 1;
+  expect_bad(qkv, a, "q_scale strides: give both (row, head) or neither");
+  const KernelPlan qk = plan_for(int8_llama(QuantMode::int8_qk), KernelKind::decode);
+  expect_bad(qk, good_args(true), "v_channel_scale given but int8_qk keeps V in 16 bits");
+  Spec fp16 = int8_llama(QuantMode::none);
+  fp16.kv_cache.dtype = KvDType::same;
+  AttentionArgs plain = good_args(false);
+  plain.v_channel_scale = plain.k_token_scale = nullptr;
+  const KernelPlan p16 = plan_kernel(fp16, KernelKind::prefill, config_for(fp16, KernelKind::prefill, "sm_90a",
+                                                                            R"({"family":"prefill_sm80"})"),
+                                     "sm_90a");
+  expect_bad(p16, plain, "q_scale/k_token_scale/v_channel_scale given but the spec has no int8 quant");
+}
+
+}  // namespace
+}  // namespace attnc
