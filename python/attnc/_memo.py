@@ -159,10 +159,12 @@ def _address(fn):
 
 def remember(key, var, call, device, out_shape, dtype, lse_shape, decode):
     """Keeps a checked attention call under `key` (lookup's miss) for replays."""
+    if key is None:
+        return
     if _fast is not None:
         f = Call.__dict__
         ws = (f["workspace"].offset, f["workspace_bytes"].offset) if decode else (-1, -1)
-        e = _fast.Entry(_address(lib().attnc_attention_run), var.handle.value, bytes(call), device,
+        e = _fast.Entry(key, _address(lib().attnc_attention_run), var.handle.value, bytes(call), device,
                         var if decode else None, f["o"].offset, f["lse"].offset, ws[0], ws[1], out_shape, dtype,
                         lse_shape)
     else:
@@ -173,7 +175,9 @@ def remember(key, var, call, device, out_shape, dtype, lse_shape, decode):
 def remember_op(key, e):
     """Keeps a checked op call (an OpEntry) under `key`."""
     if _fast is not None:
-        e = _fast.Entry(_address(e.fn), e.handle.value, bytes(e.struct), e.device, None, -1, -1, -1, -1, None,
+        if key is None:
+            return
+        e = _fast.Entry(key, _address(e.fn), e.handle.value, bytes(e.struct), e.device, None, -1, -1, -1, -1, None,
                         None, None)
     _keep(key, e)
 
@@ -182,11 +186,14 @@ def _keep(key, e):
     """Keeps `e` unless the call was made while capturing a CUDA graph (its workspace may not have
     grown to the shape then)."""
     import torch
-    if key is None or torch.cuda.is_current_stream_capturing():
+    if torch.cuda.is_current_stream_capturing():
         return
     if len(_entries) >= _MAX_ENTRIES:
         _entries.clear()
-    _entries[key] = e
+    if _fast is not None:
+        _fast.remember(e)  # under its key's hash (fast.c)
+    else:
+        _entries[key] = e
 
 
 def run_op(e):

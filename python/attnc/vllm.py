@@ -209,6 +209,8 @@ def flash_attn_varlen_func(q, k, v, max_seqlen_q, cu_seqlens_q, max_seqlen_k, cu
     fp8_q = q_descale is not None and getattr(getattr(q, "dtype", None), "itemsize", 2) == 1
     if fp8_q:
         q, k_descale = _fp8_query(q, q_descale, k_descale, out, k)
+    if (k_descale is not None or v_descale is not None) and getattr(getattr(k, "dtype", None), "itemsize", 1) != 1:
+        k_descale = v_descale = None  # a 16-bit cache does not read them: not keyed either
     if _compiling():
         return _torch_ops.varlen(q, k, v, max_seqlen_q, cu_seqlens_q, max_seqlen_k, cu_seqlens_k, seqused_k,
                                  softmax_scale, causal, window_size, softcap, alibi_slopes, block_table,
@@ -373,6 +375,8 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
     fp8_q = q_descale is not None and getattr(q.dtype, "itemsize", 2) == 1
     if fp8_q:
         q, k_descale = _fp8_query(q, q_descale, k_descale, out, k_cache)
+    if (k_descale is not None or v_descale is not None) and getattr(k_cache.dtype, "itemsize", 1) != 1:
+        k_descale = v_descale = None
     if max_seqlen_k is None:
         if getattr(block_table, "shape", None) is None or getattr(k_cache, "shape", None) is None:
             raise TypeError("block_table and k_cache must be tensors")

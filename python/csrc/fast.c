@@ -23,7 +23,7 @@ typedef int (*attnc_run_fn)(void* handle, const void* call, void* stream);
 /* Set by init(): the tensor type keyed by its metadata (other objects are not keyed), the entry
  * table, current-stream, status-check and allocation callables. */
 static PyObject *g_tensor_type, *g_table, *g_stream_fn, *g_check_fn, *g_alloc_fn;
-static PyObject *s_data_ptr, *s_shape, *s_stride, *s_dtype, *s_workspace_ptr, *s_workspace_bytes;
+static PyObject *s_data_ptr, *s_shape, *s_stride, *s_dtype, *s_is_contiguous, *s_workspace_ptr, *s_workspace_bytes;
 
 enum { KEY_MAX = 4096, NEST_MAX = 4 };
 
@@ -71,6 +71,12 @@ static int put_tensor(Key* k, PyObject* o) {
   int r = put_ints(k, 'S', shape);
   Py_XDECREF(shape);
   if (r != 1) return r;
+  /* contiguous: the strides follow from the shape (torch ignores those of size-1 dims, which no
+     index reaches); else the strides themselves (cheaper to ask this first) */
+  PyObject* contiguous = PyObject_CallMethodObjArgs(o, s_is_contiguous, NULL);
+  if (!contiguous) return -1;
+  Py_DECREF(contiguous);
+  if (contiguous == Py_True) return put_tag(k, 'C', 0);
   PyObject* stride = PyObject_CallMethodObjArgs(o, s_stride, NULL);
   r = put_ints(k, 'D', stride);
   Py_XDECREF(stride);
@@ -116,16 +122,41 @@ static int put_part(Key* k, PyObject* o, PyObject* tensor_type, int depth) {
   return 0;
 }
 
+/* Packs args[first:] into k: 1, 0 when an argument cannot key a call, -1 on error. */
+static int pack(Key* k, PyObject* const* args, Py_ssize_t first, Py_ssize_t n, PyObject* tensor_type) {
+  k->n = 0;
+  for (Py_ssize_t i = first; i < n; ++i) {
+    int r = put_part(k, args[i], tensor_type, 0);
+    if (r != 1) return r;
+  }
+  return 1;
+}
+
 /* The key of args[first:] as bytes; None when an argument cannot key a call; NULL on error. */
 static PyObject* make_key(PyObject* const* args, Py_ssize_t first, Py_ssize_t n, PyObject* tensor_type) {
   Key k;
-  k.n = 0;
-  for (Py_ssize_t i = first; i < n; ++i) {
-    int r = put_part(&k, args[i], tensor_type, 0);
-    if (r < 0) return NULL;
-    if (r == 0) Py_RETURN_NONE;
-  }
+  int r = pack(&k, args, first, n, tensor_type);
+  if (r < 0) return NULL;
+  if (r == 0) Py_RETURN_NONE;
   return PyBytes_FromStringAndSize(k.bytes, k.n);
+}
+
+/* A 64-bit hash of the key's bytes (multiply-xorshift over 8-byte words): the table is keyed by
+ * it, and an entry keeps its whole key to compare, so a collision is a miss, never a wrong hit.
+ * Cheaper than a bytes object and Python's SipHash of a ~500-byte key on every call. */
+static unsigned long long hash_bytes(const char* p, Py_ssize_t n) {
+  unsigned long long h = 0x243F6A8885A308D3ull ^ (unsigned long long)n;
+  Py_ssize_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    unsigned long long w;
+    memcpy(&w, p + i, 8);
+    h = (h ^ w) * 0x9E3779B97F4A7C15ull;
+    h ^= h >> 29;
+  }
+  unsigned long long w = 0;
+  memcpy(&w, p + i, (size_t)(n - i));
+  h = (h ^ w) * 0xBF58476D1CE4E5B9ull;
+  return h ^ (h >> 31);
 }
 
 /* ------------------------------------------------------------------ Entry: a checked call */
@@ -142,6 +173,7 @@ typedef struct {
   PyObject* out_shape;     /* a tuple when out is allocated per call, else None */
   PyObject* dtype;         /* out's dtype */
   PyObject* lse_shape;     /* a tuple when lse is allocated per call (float32), else None */
+  PyObject* key;           /* bytes: the key it was remembered under */
 } Entry;
 
 static PyTypeObject* EntryType;
@@ -154,6 +186,7 @@ static void entry_dealloc(PyObject* self) {
   Py_XDECREF(e->out_shape);
   Py_XDECREF(e->dtype);
   Py_XDECREF(e->lse_shape);
+  Py_XDECREF(e->key);
   PyTypeObject* tp = Py_TYPE(self);
   freefunc f = (freefunc)PyType_GetSlot(tp, Py_tp_free);
   f(self);
@@ -168,18 +201,18 @@ static int check_offset(Py_ssize_t off, size_t width, Py_ssize_t size, const cha
   return 1;
 }
 
-/* Entry(fn_address, handle, struct_bytes, device, var, o_off, lse_off, ws_off, wsb_off, out_shape,
- *       dtype, lse_shape) */
+/* Entry(key, fn_address, handle, struct_bytes, device, var, o_off, lse_off, ws_off, wsb_off,
+ *       out_shape, dtype, lse_shape) */
 static PyObject* entry_new(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
   unsigned long long fn, handle;
   const char* bytes;
   Py_ssize_t size, o_off, lse_off, ws_off, wsb_off;
-  PyObject *device, *var, *out_shape, *dtype, *lse_shape;
+  PyObject *key, *device, *var, *out_shape, *dtype, *lse_shape;
   if (kwargs && PyDict_Size(kwargs)) {
     PyErr_SetString(PyExc_TypeError, "Entry takes positional arguments only");
     return NULL;
   }
-  if (!PyArg_ParseTuple(args, "KKy#OOnnnnOOO:Entry", &fn, &handle, &bytes, &size, &device, &var, &o_off,
+  if (!PyArg_ParseTuple(args, "SKKy#OOnnnnOOO:Entry", &key, &fn, &handle, &bytes, &size, &device, &var, &o_off,
                         &lse_off, &ws_off, &wsb_off, &out_shape, &dtype, &lse_shape))
     return NULL;
   if (!fn) {
@@ -207,8 +240,9 @@ static PyObject* entry_new(PyTypeObject* type, PyObject* args, PyObject* kwargs)
   e->handle = (void*)(uintptr_t)handle;
   e->call_size = size;
   e->o_off = o_off, e->lse_off = lse_off, e->ws_off = ws_off, e->wsb_off = wsb_off;
-  Py_INCREF(device), Py_INCREF(var), Py_INCREF(out_shape), Py_INCREF(dtype), Py_INCREF(lse_shape);
+  Py_INCREF(device), Py_INCREF(var), Py_INCREF(out_shape), Py_INCREF(dtype), Py_INCREF(lse_shape), Py_INCREF(key);
   e->device = device, e->var = var, e->out_shape = out_shape, e->dtype = dtype, e->lse_shape = lse_shape;
+  e->key = key;
   return (PyObject*)e;
 }
 
@@ -286,8 +320,8 @@ done:
 static PyType_Slot entry_slots[] = {
     {Py_tp_new, entry_new},
     {Py_tp_dealloc, entry_dealloc},
-    {Py_tp_doc, "A checked drop-in call: Entry(fn_address, handle, struct_bytes, device, var, o_off, lse_off, "
-                "ws_off, wsb_off, out_shape, dtype, lse_shape)"},
+    {Py_tp_doc, "A checked drop-in call: Entry(key, fn_address, handle, struct_bytes, device, var, o_off, "
+                "lse_off, ws_off, wsb_off, out_shape, dtype, lse_shape)"},
     {0, NULL}};
 
 static PyType_Spec entry_spec = {"attnc._fast.Entry", sizeof(Entry), 0, Py_TPFLAGS_DEFAULT, entry_slots};
@@ -315,30 +349,48 @@ static PyObject* fast_init(PyObject* self, PyObject* const* args, Py_ssize_t n) 
 }
 
 /* run(*parts): the remembered call keyed by parts, replayed: a tuple (out, lse); on a miss its key
- * (bytes) to remember the checked call under; None when a part cannot key a call. */
+ * (bytes) to remember the checked call under (remember()); None when a part cannot key a call. */
 static PyObject* fast_run(PyObject* self, PyObject* const* args, Py_ssize_t n) {
   (void)self;
   if (!g_table) {
     PyErr_SetString(PyExc_RuntimeError, "attnc._fast.run before init()");
     return NULL;
   }
-  PyObject* key = make_key(args, 0, n, g_tensor_type);
-  if (!key || key == Py_None) return key;
-  PyObject* e = PyDict_GetItemWithError(g_table, key);  /* borrowed */
-  if (!e) {
-    if (!PyErr_Occurred()) return key;
-    Py_DECREF(key);
-    return NULL;
-  }
-  Py_DECREF(key);
-  if (Py_TYPE(e) != EntryType) {
+  Key k;
+  int r = pack(&k, args, 0, n, g_tensor_type);
+  if (r < 0) return NULL;
+  if (r == 0) Py_RETURN_NONE;
+  PyObject* h = PyLong_FromUnsignedLongLong(hash_bytes(k.bytes, k.n));
+  if (!h) return NULL;
+  PyObject* e = PyDict_GetItemWithError(g_table, h);  /* borrowed */
+  Py_DECREF(h);
+  if (!e && PyErr_Occurred()) return NULL;
+  if (e && Py_TYPE(e) != EntryType) {
     PyErr_SetString(PyExc_TypeError, "attnc._fast.run: the table holds something other than an Entry");
     return NULL;
   }
+  if (!e || PyBytes_Size(((Entry*)e)->key) != k.n || memcmp(PyBytes_AsString(((Entry*)e)->key), k.bytes, (size_t)k.n))
+    return PyBytes_FromStringAndSize(k.bytes, k.n);  /* a miss (or a colliding key: the same) */
   Py_INCREF(e);  /* the table may drop it while the call runs Python (alloc, stream) */
-  PyObject* r = replay((Entry*)e);
+  PyObject* res = replay((Entry*)e);
   Py_DECREF(e);
-  return r;
+  return res;
+}
+
+/* remember(entry): keeps an Entry in the table under its key's hash (replacing one there). */
+static PyObject* fast_remember(PyObject* self, PyObject* e) {
+  (void)self;
+  if (Py_TYPE(e) != EntryType || !g_table) {
+    PyErr_SetString(PyExc_TypeError, "remember takes an Entry, after init()");
+    return NULL;
+  }
+  PyObject* key = ((Entry*)e)->key;
+  PyObject* h = PyLong_FromUnsignedLongLong(hash_bytes(PyBytes_AsString(key), PyBytes_Size(key)));
+  if (!h) return NULL;
+  int rc = PyDict_SetItem(g_table, h, e);
+  Py_DECREF(h);
+  if (rc < 0) return NULL;
+  Py_RETURN_NONE;
 }
 
 /* key(tensor_type, *parts): the key run() would use (bytes), or None. */
@@ -351,27 +403,13 @@ static PyObject* fast_key(PyObject* self, PyObject* const* args, Py_ssize_t n) {
   return make_key(args, 1, n, args[0]);
 }
 
-/* replay(entry): runs an Entry (the first call, right after it is made). */
-static PyObject* fast_replay(PyObject* self, PyObject* e) {
-  (void)self;
-  if (Py_TYPE(e) != EntryType) {
-    PyErr_SetString(PyExc_TypeError, "replay takes an Entry");
-    return NULL;
-  }
-  if (!g_stream_fn) {
-    PyErr_SetString(PyExc_RuntimeError, "attnc._fast.replay before init()");
-    return NULL;
-  }
-  return replay((Entry*)e);
-}
-
 static PyMethodDef methods[] = {
     {"init", (PyCFunction)(void (*)(void))fast_init, METH_FASTCALL,
      "init(tensor_type, table, stream_fn, check_fn, alloc_fn)"},
     {"run", (PyCFunction)(void (*)(void))fast_run, METH_FASTCALL,
      "run(*parts) -> (out, lse) on a hit, the key (bytes) on a miss, None when not keyable"},
     {"key", (PyCFunction)(void (*)(void))fast_key, METH_FASTCALL, "key(tensor_type, *parts) -> bytes or None"},
-    {"replay", fast_replay, METH_O, "replay(entry) -> (out, lse)"},
+    {"remember", fast_remember, METH_O, "remember(entry): into the table under its key's hash"},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_fast", NULL, -1, methods, NULL, NULL, NULL, NULL};
@@ -379,9 +417,10 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_fast", NULL, -1, me
 PyMODINIT_FUNC PyInit__fast(void) {
   PyObject* m = PyModule_Create(&module);
   if (!m) return NULL;
-  const char* names[] = {"data_ptr", "shape", "stride", "dtype", "workspace_ptr", "workspace_bytes"};
-  PyObject** interned[] = {&s_data_ptr, &s_shape, &s_stride, &s_dtype, &s_workspace_ptr, &s_workspace_bytes};
-  for (int i = 0; i < 6; ++i)
+  const char* names[] = {"data_ptr", "shape", "stride", "dtype", "is_contiguous", "workspace_ptr", "workspace_bytes"};
+  PyObject** interned[] = {&s_data_ptr, &s_shape,         &s_stride,        &s_dtype,
+                           &s_is_contiguous, &s_workspace_ptr, &s_workspace_bytes};
+  for (int i = 0; i < 7; ++i)
     if (!(*interned[i] = PyUnicode_InternFromString(names[i]))) goto fail;
   EntryType = (PyTypeObject*)PyType_FromSpec(&entry_spec);
   if (!EntryType) goto fail;

@@ -2,6 +2,7 @@
 from scalars and tensor metadata (through a stand-in tensor type), and a remembered call replayed
 through the library's own function (a null handle, so the library's error comes back as AttncError)."""
 import ctypes
+import math
 import os
 import sys
 import unittest
@@ -25,6 +26,9 @@ class Tensor:
     def stride(self):
         return self.strides
 
+    def is_contiguous(self):
+        return self.strides == tuple(int(math.prod(self.shape[i + 1:])) for i in range(len(self.shape)))
+
 
 @unittest.skipIf(fast is None, "attnc._fast is not built (no Python headers)")
 class Keys(unittest.TestCase):
@@ -38,13 +42,13 @@ class Keys(unittest.TestCase):
         self.assertEqual(self.key("varlen", 3, 0.5, (4, -1)), self.key("varlen", 3, 0.5, (4, -1)))
 
     def test_tensor_metadata(self):
-        t = Tensor(0x7f0000001000, (8, 32, 128), (4096, 128, 1))
-        same = Tensor(0x7f0000001000, (8, 32, 128), (4096, 128, 1))
+        at = 0x7f0000001000
+        t, same = Tensor(at, (8, 32, 128), (4096, 128, 1)), Tensor(at, (8, 32, 128), (4096, 128, 1))
         self.assertEqual(self.key(t), self.key(same))
-        others = [Tensor(0x7f0000002000, (8, 32, 128), (4096, 128, 1)), Tensor(0x7f0000001000, (8, 32, 64), (4096, 128, 1)),
-                  Tensor(0x7f0000001000, (8, 32, 128), (8192, 128, 1)), Tensor(0x7f0000001000, (8, 32, 128), (4096, 128, 1),
-                                                                             "fp16")]
-        self.assertEqual(len({self.key(t)} | {self.key(o) for o in others}), 5)
+        others = [Tensor(at + 64, (8, 32, 128), (4096, 128, 1)), Tensor(at, (8, 32, 64), (2048, 64, 1)),
+                  Tensor(at, (8, 32, 128), (8192, 128, 1)), Tensor(at, (8, 32, 128), (8192, 256, 1)),
+                  Tensor(at, (8, 32, 128), (4096, 128, 1), "fp16")]
+        self.assertEqual(len({self.key(t)} | {self.key(o) for o in others}), 6)
         self.assertEqual(self.key((t, same)), self.key((same, t)))  # a (k, v) cache tuple
 
     def test_what_cannot_key_a_call(self):
@@ -81,7 +85,8 @@ class Replay(unittest.TestCase):
         run = ctypes.cast(_capi.lib().attnc_attention_run, ctypes.c_void_p).value
         call = _capi.new_struct(_capi.Call, _capi.lib().attnc_call_init)
         o, lse = _capi.Call.o.offset, _capi.Call.lse.offset
-        self.table[key] = fast.Entry(run, 0, bytes(call), 3, None, o, lse, -1, -1, (8, 32, 128), "bf16", (32, 8))
+        fast.remember(fast.Entry(key, run, 0, bytes(call), 3, None, o, lse, -1, -1, (8, 32, 128), "bf16", (32, 8)))
+        self.assertEqual(len(self.table), 1)
         with self.assertRaises(_capi.AttncError) as e:  # the null handle, as the library reports it
             fast.run("varlen", q, 1, None)
         self.assertEqual(e.exception.code, _capi.ERR_INVALID_ARGUMENT)
@@ -91,11 +96,11 @@ class Replay(unittest.TestCase):
 
     def test_entry_checks_its_offsets(self):
         with self.assertRaises(ValueError):
-            fast.Entry(1, 0, b"\0" * 16, 0, None, 12, -1, -1, -1, None, None, None)
+            fast.Entry(b"k", 1, 0, b"\0" * 16, 0, None, 12, -1, -1, -1, None, None, None)
         with self.assertRaises(ValueError):  # an allocated out needs its field
-            fast.Entry(1, 0, b"\0" * 16, 0, None, -1, -1, -1, -1, (1,), None, None)
+            fast.Entry(b"k", 1, 0, b"\0" * 16, 0, None, -1, -1, -1, -1, (1,), None, None)
         with self.assertRaises(ValueError):
-            fast.Entry(0, 0, b"", 0, None, -1, -1, -1, -1, None, None, None)
+            fast.Entry(b"k", 0, 0, b"", 0, None, -1, -1, -1, -1, None, None, None)
 
 
 if __name__ == "__main__":
