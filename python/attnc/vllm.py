@@ -356,43 +356,50 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
     int32 [batch]. Returns out [batch, seqlen_q, Hq, Dv], or (out, lse [batch, Hq, seqlen_q]).
     max_seqlen_k (attnc's keyword): the longest cache_seqlens, for choosing the kernel without
     reading the GPU; default max_blocks * block_size (what a CUDA graph must cover anyway)."""
-    _refuse([(k is not None or v is not None, "appending k/v (write them with reshape_and_cache_flash first)"),
-             (rotary_cos is not None or rotary_sin is not None, "rotary_cos/rotary_sin (apply RoPE before the call)"),
-             (cache_batch_idx is not None, "cache_batch_idx (index block_table's rows instead)"),
-             (cache_leftpad is not None, "cache_leftpad"),
-             (cp_world_size != 1 or cp_tot_seqused_k is not None,
-              "context parallelism (cp_world_size, cp_rank, cp_tot_seqused_k)")])
-    if block_table is None:
-        raise NotImplementedError("k_cache without block_table: attnc reads paged caches; a contiguous "
-                                  "[batch, seqlen, Hkv, D] cache is block_table = arange(batch)[:, None] when seqlen "
-                                  "is a multiple of 16")
-    if cache_seqlens is None:
-        raise ValueError("cache_seqlens (int32 [batch], the KV length of each request) is required")
-    if not (hasattr(q, "dim") and q.dim() == 4):
-        raise ValueError(f"q must be a tensor [batch, seqlen_q, num_heads, head_size], got "
-                         f"{tuple(q.shape) if hasattr(q, 'shape') else type(q).__name__}")
-    mask = _mask(causal, window_size)
-    fp8_q = q_descale is not None and getattr(q.dtype, "itemsize", 2) == 1
+    if k is not None or v is not None or rotary_cos is not None or rotary_sin is not None or \
+            cache_batch_idx is not None or cache_leftpad is not None or cp_world_size != 1 or \
+            cp_tot_seqused_k is not None:
+        _refuse([(k is not None or v is not None, "appending k/v (write them with reshape_and_cache_flash first)"),
+                 (rotary_cos is not None or rotary_sin is not None,
+                  "rotary_cos/rotary_sin (apply RoPE before the call)"),
+                 (cache_batch_idx is not None, "cache_batch_idx (index block_table's rows instead)"),
+                 (cache_leftpad is not None, "cache_leftpad"),
+                 (cp_world_size != 1 or cp_tot_seqused_k is not None,
+                  "context parallelism (cp_world_size, cp_rank, cp_tot_seqused_k)")])
+    fp8_q = q_descale is not None and getattr(getattr(q, "dtype", None), "itemsize", 2) == 1
     if fp8_q:
         q, k_descale = _fp8_query(q, q_descale, k_descale, out, k_cache)
-    if (k_descale is not None or v_descale is not None) and getattr(k_cache.dtype, "itemsize", 1) != 1:
-        k_descale = v_descale = None
-    if max_seqlen_k is None:
-        if getattr(block_table, "shape", None) is None or getattr(k_cache, "shape", None) is None:
-            raise TypeError("block_table and k_cache must be tensors")
-        max_seqlen_k = block_table.shape[-1] * k_cache.shape[1]
-    if _compiling():
-        return _torch_ops.with_kvcache(q, k_cache, v_cache, cache_seqlens, block_table, softmax_scale, causal,
-                                       window_size, softcap, alibi_slopes, num_splits, return_softmax_lse, out, s_aux,
-                                       max_seqlen_k, k_descale, v_descale)
-    key = _memo.lookup("kvcache", q, k_cache, v_cache, cache_seqlens, block_table, softmax_scale, mask, softcap,
-                       alibi_slopes, num_splits, return_softmax_lse, out, s_aux, max_seqlen_k, k_descale,
-                       v_descale) if not fp8_q else None
+    if (k_descale is not None or v_descale is not None) and \
+            getattr(getattr(k_cache, "dtype", None), "itemsize", 1) != 1:
+        k_descale = v_descale = None  # a 16-bit cache does not read them: not keyed either
+    compiling = _compiling()
+    # a repeat (the same metadata and scalars) was checked before: the checks below run on a miss
+    key = None if fp8_q or compiling else _memo.lookup(
+        "kvcache", q, k_cache, v_cache, cache_seqlens, block_table, softmax_scale, causal, window_size, softcap,
+        alibi_slopes, num_splits, return_softmax_lse, out, s_aux, max_seqlen_k, k_descale, v_descale)
     if key.__class__ is tuple:  # a hit
         o, lse = key
         if o is None:
             o = out
     else:
+        if block_table is None:
+            raise NotImplementedError("k_cache without block_table: attnc reads paged caches; a contiguous "
+                                      "[batch, seqlen, Hkv, D] cache is block_table = arange(batch)[:, None] when "
+                                      "seqlen is a multiple of 16")
+        if cache_seqlens is None:
+            raise ValueError("cache_seqlens (int32 [batch], the KV length of each request) is required")
+        if not (hasattr(q, "dim") and q.dim() == 4):
+            raise ValueError(f"q must be a tensor [batch, seqlen_q, num_heads, head_size], got "
+                             f"{tuple(q.shape) if hasattr(q, 'shape') else type(q).__name__}")
+        mask = _mask(causal, window_size)
+        if max_seqlen_k is None:
+            if getattr(block_table, "shape", None) is None or getattr(k_cache, "shape", None) is None:
+                raise TypeError("block_table and k_cache must be tensors")
+            max_seqlen_k = block_table.shape[-1] * k_cache.shape[1]
+        if compiling:
+            return _torch_ops.with_kvcache(q, k_cache, v_cache, cache_seqlens, block_table, softmax_scale, causal,
+                                           window_size, softcap, alibi_slopes, num_splits, return_softmax_lse, out,
+                                           s_aux, max_seqlen_k, k_descale, v_descale)
         var, c, dev, o, lse = kvcache_call(q, k_cache, v_cache, cache_seqlens, block_table, softmax_scale, mask,
                                            softcap, alibi_slopes, num_splits, return_softmax_lse, out, s_aux,
                                            max_seqlen_k, descales=(k_descale, v_descale))
