@@ -174,9 +174,9 @@ def remember(key, var, call, device, out_shape, dtype, lse_shape, decode):
 
 def remember_op(key, e):
     """Keeps a checked op call (an OpEntry) under `key`."""
+    if key is None:
+        return
     if _fast is not None:
-        if key is None:
-            return
         e = _fast.Entry(key, _address(e.fn), e.handle.value, bytes(e.struct), e.device, None, -1, -1, -1, -1, None,
                         None, None)
     _keep(key, e)

@@ -14,6 +14,7 @@ buffers given for CUDA graphs); run() passes the table to attnc as is. The float
 is attnc's split-KV workspace. LSE is FlashInfer's: [total_q, num_qo_heads] fp32, base 2.
 """
 import ctypes
+import itertools
 
 from . import _capi, _memo, _variants
 from ._capi import check, lib
@@ -21,6 +22,10 @@ from ._tensors import arg, same_device
 from .vllm import _FP8_CACHES, _HALF, _attention_variant, _new_call, _refuse
 
 __all__ = ["BatchDecodeWithPagedKVCacheWrapper", "BatchPrefillWithPagedKVCacheWrapper"]
+
+# Every plan() of every wrapper gets its own number: a remembered run() is keyed by it, so a new
+# wrapper at a dead one's address never finds the dead one's calls.
+_plan_numbers = itertools.count(1)
 
 
 def _dtype_name(x, what):
@@ -64,7 +69,6 @@ class _PagedWrapper:
         self._bufs = {"indptr": indptr_buf, "indices": indices_buf, "last_page_len": last_page_len_buf,
                       "qo_indptr": qo_indptr_buf}
         self._plan = None
-        self._plans = 0
         self._scales = {}  # v_scale value -> its device tensor (fp8 caches)
 
     @property
@@ -143,11 +147,10 @@ class _PagedWrapper:
             # a graph captured after this plan replays after later ones: its launch must cover any
             # request the buffers can describe (the kernels read the lengths from the page table)
             max_k = max(max_k, self._bufs["indices"].shape[0] * page_size)
-        self._plans += 1
         self._plan = dict(
             dtype=dtype, hq=num_qo_heads, hkv=num_kv_heads, d=head_dim_qk, dv=head_dim_vo, page=page_size,
             mask=mask, cap=cap, scale=sm_scale, batch=batch, max_q=max_q, total_q=total_q, kv_dtype=kv_dtype,
-            max_k=max_k, version=self._plans,
+            max_k=max_k, version=next(_plan_numbers),
             indptr=self._to_device("indptr", indptr), indices=self._to_device("indices", indices),
             last_page_len=self._to_device("last_page_len", last_page_len),
             qo_indptr=None if qo_indptr is None else self._to_device("qo_indptr", qo_indptr))
@@ -198,7 +201,8 @@ class _PagedWrapper:
         qa = arg("q", q, "[total_q, num_qo_heads, head_dim]", (name,))
         layout = ("[pages, page_size, num_kv_heads, head_dim]" if self._kv_layout == "NHD"
                   else "[pages, num_kv_heads, page_size, head_dim]")
-        kv_names = (name,) if p["kv_dtype"] == "same" else tuple(n for n, d in _FP8_CACHES.items() if d == p["kv_dtype"])
+        kv_names = (name,) if p["kv_dtype"] == "same" else tuple(n for n, d in _FP8_CACHES.items()
+                                                                  if d == p["kv_dtype"])
         ka = arg("k_cache", k_cache, layout, kv_names)
         va = arg("v_cache", v_cache, layout, kv_names)
         row, head = (1, 2) if self._kv_layout == "NHD" else (2, 1)

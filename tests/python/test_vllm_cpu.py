@@ -82,7 +82,8 @@ class BadArguments(unittest.TestCase):
         self.raises(TypeError, "q must be bfloat16 or float16, got float32", **paged(dtype=F32))
         kw = paged()
         kw["k"] = FakeCuda(64, 16, 2, 128, dtype="float16")
-        self.raises(TypeError, "k must be bfloat16 or float8_e4m3fn or float8_e5m2, got float16", **kw)
+        self.raises(TypeError, "k must be bfloat16 or float8_e4m3fn or float8_e5m2, got float16",  # paged: fp8 too
+                    **kw)
         self.raises(TypeError, "cu_seqlens_q must be int32, got int64", **{**paged(), "cu_seqlens_q": FakeCuda(4, dtype=I64)})
         self.raises(TypeError, "block_table must be int32", **{**paged(), "block_table": FakeCuda(3, 8, dtype=I64)})
         self.raises(TypeError, "alibi_slopes must be float32", **paged(), alibi_slopes=FakeCuda(8, dtype=BF16))
