@@ -94,6 +94,17 @@ class Replay(unittest.TestCase):
         self.assertEqual(self.streams, [3])
         self.assertIsInstance(fast.run("varlen", q, 2, None), bytes)  # another scalar: a miss
 
+    def test_a_colliding_hash_is_a_miss(self):
+        """The table is keyed by a 64-bit hash of the key; an entry under the same hash with
+        another key (a collision) is never replayed."""
+        run = ctypes.cast(_capi.lib().attnc_attention_run, ctypes.c_void_p).value
+        key = fast.run("merge", 1)
+        fast.remember(fast.Entry(key, run, 0, b"\0" * 16, 0, None, -1, -1, -1, -1, None, None, None))
+        (h,) = self.table
+        self.table[h] = fast.Entry(key + b"!", run, 0, b"\0" * 16, 0, None, -1, -1, -1, -1, None, None, None)
+        self.assertEqual(fast.run("merge", 1), key)  # a miss: the key again, nothing run
+        self.assertEqual(self.streams, [])
+
     def test_entry_checks_its_offsets(self):
         with self.assertRaises(ValueError):
             fast.Entry(b"k", 1, 0, b"\0" * 16, 0, None, 12, -1, -1, -1, None, None, None)
