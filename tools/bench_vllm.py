@@ -1,6 +1,7 @@
 """Host cost of attnc.vllm's drop-ins on the GPU machine: the first call of a new variant (JIT into
-an empty cache, then from SQLite in a fresh variant table) and a warm call, beside the C API's
-attnc_attention_run on the same prepared call (ctypes, the floor any Python caller pays).
+an empty cache, then from SQLite in a fresh variant table) and a warm call (through attnc._fast, the
+C warm path, and through the pure-Python one), beside the C API's attnc_attention_run on the same
+prepared call (ctypes, the floor any Python caller pays).
 
     python3 tools/bench_vllm.py [--calls 200]      (prints one JSON object)
 
@@ -18,7 +19,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
 import torch  # noqa: E402
 
-from attnc import _variants, vllm  # noqa: E402
+from attnc import _memo, _variants, vllm  # noqa: E402
 
 
 def per_call(fn, calls, rounds=7):
@@ -61,7 +62,21 @@ def main():
             dropin()
             torch.cuda.synchronize()
             res[label] = round((time.perf_counter() - t0) * 1e3, 2)
+        res["fast_path"] = _memo.set_fast(True)
+        dropin()
         res["dropin_us"] = round(per_call(dropin, args.calls), 2)
+        _memo.set_fast(False)
+        dropin()
+        res["dropin_python_path_us"] = round(per_call(dropin, args.calls), 2)
+        _memo.set_fast(True)
+        descale = torch.ones(1, device=dev).expand(batch, hkv)  # vLLM passes q/k/v_descale views on every call
+
+        def dropin_descales():
+            vllm.flash_attn_varlen_func(q, kc, vc, 1, cu, kv_len, seqused_k=su, block_table=bt, causal=True, out=out,
+                                        q_descale=descale, k_descale=descale, v_descale=descale)
+
+        dropin_descales()
+        res["dropin_with_descales_us"] = round(per_call(dropin_descales, args.calls), 2)
 
         def kvcache():
             vllm.flash_attn_with_kvcache(q.view(batch, 1, hq, d), kc, vc, cache_seqlens=su, block_table=bt,

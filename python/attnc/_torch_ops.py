@@ -17,10 +17,11 @@ def _varlen_fwd(q: Tensor, k: Tensor, v: Tensor, out: Tensor, lse: Tensor, cu_se
                 cu_seqlens_k: Optional[Tensor], seqused_k: Optional[Tensor], block_table: Optional[Tensor],
                 alibi_slopes: Optional[Tensor], s_aux: Optional[Tensor], max_seqlen_q: int, max_seqlen_k: int,
                 softmax_scale: Optional[float], causal: bool, window_left: int, window_right: int, softcap: float,
-                num_splits: int, return_lse: bool) -> None:
+                num_splits: int, return_lse: bool, k_descale: Optional[Tensor] = None,
+                v_descale: Optional[Tensor] = None) -> None:
     _v.varlen(q, k, v, max_seqlen_q, cu_seqlens_q, max_seqlen_k, cu_seqlens_k, seqused_k, softmax_scale,
               _v._mask(causal, (window_left, window_right)), softcap, alibi_slopes, block_table, return_lse, out,
-              num_splits, s_aux, lse=lse if return_lse else None)
+              num_splits, s_aux, lse=lse if return_lse else None, descales=(k_descale, v_descale))
 
 
 @_varlen_fwd.register_fake
@@ -32,10 +33,11 @@ def _(*args, **kwargs):
 def _kvcache_fwd(q: Tensor, k_cache: Tensor, v_cache: Tensor, out: Tensor, lse: Tensor, cache_seqlens: Tensor,
                  block_table: Tensor, alibi_slopes: Optional[Tensor], s_aux: Optional[Tensor],
                  softmax_scale: Optional[float], causal: bool, window_left: int, window_right: int, softcap: float,
-                 num_splits: int, return_lse: bool, max_seqlen_k: int) -> None:
+                 num_splits: int, return_lse: bool, max_seqlen_k: int, k_descale: Optional[Tensor] = None,
+                 v_descale: Optional[Tensor] = None) -> None:
     _v.with_kvcache(q, k_cache, v_cache, cache_seqlens, block_table, softmax_scale,
                     _v._mask(causal, (window_left, window_right)), softcap, alibi_slopes, num_splits, return_lse, out,
-                    s_aux, max_seqlen_k, lse=lse if return_lse else None)
+                    s_aux, max_seqlen_k, lse=lse if return_lse else None, descales=(k_descale, v_descale))
 
 
 @_kvcache_fwd.register_fake
@@ -71,21 +73,22 @@ def _window(window_size):
 
 
 def varlen(q, k, v, max_seqlen_q, cu_seqlens_q, max_seqlen_k, cu_seqlens_k, seqused_k, softmax_scale, causal,
-           window_size, softcap, alibi_slopes, block_table, return_lse, out, num_splits, s_aux):
+           window_size, softcap, alibi_slopes, block_table, return_lse, out, num_splits, s_aux, k_descale=None,
+           v_descale=None):
     total_q, hq = q.shape[0], q.shape[1]
     if out is None:
-        out = q.new_empty((total_q, hq, v.shape[-1]))
+        out = q.new_empty((total_q, hq, v.shape[-1]))  # q's dtype (16-bit)
     lse = q.new_empty((hq, total_q) if return_lse else (0,), dtype=torch.float32)
     wl, wr = _window(window_size)
     torch.ops.attnc.varlen_fwd(q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k, seqused_k, block_table, alibi_slopes,
                                s_aux, int(max_seqlen_q), int(max_seqlen_k),
                                None if softmax_scale is None else float(softmax_scale), bool(causal), wl, wr,
-                               float(softcap or 0.0), int(num_splits or 0), bool(return_lse))
+                               float(softcap or 0.0), int(num_splits or 0), bool(return_lse), k_descale, v_descale)
     return (out, lse) if return_lse else out
 
 
 def with_kvcache(q, k_cache, v_cache, cache_seqlens, block_table, softmax_scale, causal, window_size, softcap,
-                 alibi_slopes, num_splits, return_lse, out, s_aux, max_seqlen_k):
+                 alibi_slopes, num_splits, return_lse, out, s_aux, max_seqlen_k, k_descale=None, v_descale=None):
     b, sq, hq = q.shape[0], q.shape[1], q.shape[2]
     if out is None:
         out = q.new_empty((b, sq, hq, v_cache.shape[-1]))
@@ -93,7 +96,8 @@ def with_kvcache(q, k_cache, v_cache, cache_seqlens, block_table, softmax_scale,
     wl, wr = _window(window_size)
     torch.ops.attnc.kvcache_fwd(q, k_cache, v_cache, out, lse, cache_seqlens, block_table, alibi_slopes, s_aux,
                                 None if softmax_scale is None else float(softmax_scale), bool(causal), wl, wr,
-                                float(softcap or 0.0), int(num_splits or 0), bool(return_lse), int(max_seqlen_k))
+                                float(softcap or 0.0), int(num_splits or 0), bool(return_lse), int(max_seqlen_k),
+                                k_descale, v_descale)
     return (out, lse.view(b, sq, hq).transpose(1, 2)) if return_lse else out
 
 

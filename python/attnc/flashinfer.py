@@ -14,13 +14,18 @@ buffers given for CUDA graphs); run() passes the table to attnc as is. The float
 is attnc's split-KV workspace. LSE is FlashInfer's: [total_q, num_qo_heads] fp32, base 2.
 """
 import ctypes
+import itertools
 
 from . import _capi, _memo, _variants
 from ._capi import check, lib
 from ._tensors import arg, same_device
-from .vllm import _HALF, _attention_variant, _new_call, _refuse
+from .vllm import _FP8_CACHES, _HALF, _attention_variant, _new_call, _refuse
 
 __all__ = ["BatchDecodeWithPagedKVCacheWrapper", "BatchPrefillWithPagedKVCacheWrapper"]
+
+# Every plan() of every wrapper gets its own number: a remembered run() is keyed by it, so a new
+# wrapper at a dead one's address never finds the dead one's calls.
+_plan_numbers = itertools.count(1)
 
 
 def _dtype_name(x, what):
@@ -64,7 +69,7 @@ class _PagedWrapper:
         self._bufs = {"indptr": indptr_buf, "indices": indices_buf, "last_page_len": last_page_len_buf,
                       "qo_indptr": qo_indptr_buf}
         self._plan = None
-        self._plans = 0
+        self._scales = {}  # v_scale value -> its device tensor (fp8 caches)
 
     @property
     def is_cuda_graph_enabled(self):
@@ -87,8 +92,14 @@ class _PagedWrapper:
                                                "outside: 'NONE' only)"),
                  (rope_scale is not None or rope_theta is not None, "rope_scale/rope_theta")])
         dtype = _HALF[_dtype_name(q_data_type, "q_data_type")]
-        if kv_data_type is not None and _HALF.get(str(kv_data_type).replace("torch.", "")) != dtype:
-            raise NotImplementedError(f"kv_data_type {kv_data_type}: attnc reads K/V of q's dtype ({q_data_type})")
+        kv_name = None if kv_data_type is None else str(kv_data_type).replace("torch.", "")
+        if kv_name in _FP8_CACHES:
+            kv_dtype = _FP8_CACHES[kv_name]
+        elif kv_name is None or _HALF.get(kv_name) == dtype:
+            kv_dtype = "same"
+        else:
+            raise NotImplementedError(f"kv_data_type {kv_data_type}: attnc reads K/V of q's dtype ({q_data_type}) "
+                                      f"or fp8 ({', '.join(_FP8_CACHES)})")
         for name, x in (("num_qo_heads", num_qo_heads), ("num_kv_heads", num_kv_heads), ("page_size", page_size)):
             if isinstance(x, bool) or not isinstance(x, int) or x < 1:
                 raise ValueError(f"{name} must be a positive int, got {x!r}")
@@ -131,11 +142,15 @@ class _PagedWrapper:
             mask = "causal" if window_left < 0 else (window_left, 0)
         else:
             mask = "none" if window_left < 0 else (window_left, -1)
-        self._plans += 1
+        max_k = max(lens, default=0)
+        if self._use_cuda_graph:
+            # a graph captured after this plan replays after later ones: its launch must cover any
+            # request the buffers can describe (the kernels read the lengths from the page table)
+            max_k = max(max_k, self._bufs["indices"].shape[0] * page_size)
         self._plan = dict(
             dtype=dtype, hq=num_qo_heads, hkv=num_kv_heads, d=head_dim_qk, dv=head_dim_vo, page=page_size,
-            mask=mask, cap=cap, scale=sm_scale, batch=batch, max_q=max_q, total_q=total_q,
-            max_k=max(lens, default=0), version=self._plans,
+            mask=mask, cap=cap, scale=sm_scale, batch=batch, max_q=max_q, total_q=total_q, kv_dtype=kv_dtype,
+            max_k=max_k, version=next(_plan_numbers),
             indptr=self._to_device("indptr", indptr), indices=self._to_device("indices", indices),
             last_page_len=self._to_device("last_page_len", last_page_len),
             qo_indptr=None if qo_indptr is None else self._to_device("qo_indptr", qo_indptr))
@@ -155,42 +170,41 @@ class _PagedWrapper:
     def run(self, q, paged_kv_cache, *args, q_scale=None, k_scale=None, v_scale=None, out=None, lse=None,
             return_lse=False):
         """out [total_q, Hq, Dv], or (out, lse [total_q, Hq] fp32 base 2). q_scale and k_scale (floats)
-        fold into the softmax scale, as FlashInfer does; v_scale must be None or 1."""
+        fold into the softmax scale, as FlashInfer does; v_scale (a float) scales V of an fp8 cache
+        (the output, as FlashInfer's), and must be None or 1 for 16-bit caches."""
         p = self._plan
         if p is None:
             raise RuntimeError(f"{type(self).__name__}.run() before plan()")
         if args:
             raise TypeError(f"run() takes no extra positional arguments (got {len(args)}): FlashInfer's are for "
                             "its own kernels' options")
-        if v_scale not in (None, 1, 1.0):
-            raise NotImplementedError(f"v_scale={v_scale} (an output scale): attnc writes unscaled outputs")
-        try:
-            key = ("flashinfer", id(self), p["version"], _memo.meta(q), _cache_meta(paged_kv_cache), q_scale, k_scale,
-                   _memo.meta(out), _memo.meta(lse), return_lse)
-            e = _memo.get(key)
-        except (_memo.Uncacheable, TypeError):
-            key = e = None
-        if e is not None:
-            o, ls = _memo.replay(e, out)
-            return (o, ls if lse is None else lse) if return_lse else o
-        o, ls, var, c = self._call(p, q, paged_kv_cache, q_scale, k_scale, out, lse, return_lse)
+        if v_scale not in (None, 1, 1.0) and p["kv_dtype"] == "same":
+            raise NotImplementedError(f"v_scale={v_scale} with a 16-bit cache (an output scale): attnc scales V "
+                                      "of fp8 caches only")
+        key = _memo.lookup("flashinfer", id(self), p["version"], q, paged_kv_cache, q_scale, k_scale, v_scale, out,
+                           lse, return_lse)
+        if key.__class__ is tuple:  # a hit
+            o, ls = key
+            return (out if o is None else o, ls if lse is None else lse) if return_lse else (out if o is None else o)
+        o, ls, var, c = self._call(p, q, paged_kv_cache, q_scale, k_scale, out, lse, return_lse, v_scale)
         check(lib().attnc_attention_run(var.handle, ctypes.byref(c), _memo.stream(self.device.index)))
-        if key is not None:
-            _memo.remember(key, _memo.Entry(var, c, self.device.index, tuple(o.shape) if out is None else None, o.dtype,
-                                            tuple(ls.shape) if return_lse and lse is None else None, False))
+        _memo.remember(key, var, c, self.device.index, tuple(o.shape) if out is None else None, o.dtype,
+                       tuple(ls.shape) if return_lse and lse is None else None, False)
         return (o, ls) if return_lse else o
 
     forward = run
 
-    def _call(self, p, q, paged_kv_cache, q_scale, k_scale, out, lse, return_lse):
+    def _call(self, p, q, paged_kv_cache, q_scale, k_scale, out, lse, return_lse, v_scale=None):
         import torch
         k_cache, v_cache = self._split_cache(paged_kv_cache)
         name = [n for n, d in _HALF.items() if d == p["dtype"]][0]
         qa = arg("q", q, "[total_q, num_qo_heads, head_dim]", (name,))
         layout = ("[pages, page_size, num_kv_heads, head_dim]" if self._kv_layout == "NHD"
                   else "[pages, num_kv_heads, page_size, head_dim]")
-        ka = arg("k_cache", k_cache, layout, (name,))
-        va = arg("v_cache", v_cache, layout, (name,))
+        kv_names = (name,) if p["kv_dtype"] == "same" else tuple(n for n, d in _FP8_CACHES.items()
+                                                                  if d == p["kv_dtype"])
+        ka = arg("k_cache", k_cache, layout, kv_names)
+        va = arg("v_cache", v_cache, layout, kv_names)
         row, head = (1, 2) if self._kv_layout == "NHD" else (2, 1)
         for nm, a, d in (("q", qa, p["d"]), ("k_cache", ka, p["d"]), ("v_cache", va, p["dv"])):
             want = ((p["total_q"], p["hq"], d) if nm == "q" else None)
@@ -206,7 +220,7 @@ class _PagedWrapper:
         if dev != self.device:
             raise ValueError(f"q is on {dev}, the workspace buffer on {self.device}")
         var = _attention_variant(dev, p["dtype"], p["d"], p["dv"], p["hq"], p["hkv"], p["page"], p["mask"], p["cap"],
-                                 False, False, want_lse)
+                                 False, False, want_lse, p["kv_dtype"])
         if out is None:
             out = torch.empty((p["total_q"], p["hq"], p["dv"]), dtype=qa.tensor.dtype, device=dev)
         oa = arg("out", out, "[total_q, num_qo_heads, head_dim_vo]", (name,))
@@ -238,13 +252,17 @@ class _PagedWrapper:
         scale *= float(q_scale if q_scale is not None else 1.0) * float(k_scale if k_scale is not None else 1.0)
         c.softmax_scale = scale
         c.workspace, c.workspace_bytes = self._workspace.data_ptr(), self._workspace_bytes
+        if v_scale not in (None, 1, 1.0):
+            c.v_scale = self._scale_tensor(float(v_scale)).data_ptr()
         return out, lse, var, c
 
-
-def _cache_meta(cache):
-    if isinstance(cache, (tuple, list)) and len(cache) == 2:
-        return _memo.meta(cache[0]), _memo.meta(cache[1])
-    return _memo.meta(cache)
+    def _scale_tensor(self, value):
+        """A device fp32 [1] holding `value` (made once per value: a fill kernel, capturable)."""
+        t = self._scales.get(value)
+        if t is None:
+            import torch
+            t = self._scales[value] = torch.full((1,), value, dtype=torch.float32, device=self.device)
+        return t
 
 
 class BatchDecodeWithPagedKVCacheWrapper(_PagedWrapper):

@@ -27,6 +27,7 @@ _INT32 = ("int32",)
 _F32 = ("float32",)
 _KV_DTYPES = {"auto": "same", "bfloat16": "same", "float16": "same", "fp8": "fp8_e4m3", "fp8_e4m3": "fp8_e4m3",
               "fp8_e5m2": "fp8_e5m2"}
+_FP8_CACHES = {"float8_e4m3fn": "fp8_e4m3", "float8_e5m2": "fp8_e5m2"}  # cache dtype -> spec kv_cache.dtype
 _call_template = None
 
 
@@ -118,11 +119,55 @@ def _bias(c, alibi_slopes, s_aux, hq, parts):
     return al is not None, sk is not None
 
 
-def _attention_variant(dev, dtype, d, dv, hq, hkv, page, mask, cap, alibi, sinks, lse):
+def _fp8_query(q, q_descale, k_descale, out, k):
+    """vLLM's fp8 path quantises q too (FlashAttention-3 reads fp8 q, k, v): attnc's kernels take
+    16-bit queries, so q becomes an exact 16-bit copy (every e4m3/e5m2 value is a bf16 and an fp16
+    one) and its descale folds into k_descale (scores are (q qd) . (k kd) = q . k (qd kd)). The copy
+    and the product are new tensors each call: such calls are not remembered. Returns (q, k_descale)."""
+    import torch
+    if getattr(getattr(k, "dtype", None), "itemsize", 2) != 1:
+        raise ValueError("an fp8 q (with q_descale) needs an fp8 KV cache: its descale folds into k_descale, which "
+                         "16-bit caches do not read")
+    dtype = out.dtype if out is not None else torch.bfloat16
+    if q_descale is not None:
+        k_descale = q_descale.float() if k_descale is None else q_descale.float() * k_descale
+    return q.to(dtype), k_descale
+
+
+def _kv_caches(kname, k, vname, v, layout, qa, paged):
+    """k and v checked: (k arg, v arg, the spec's kv_cache.dtype). Paged caches may hold fp8 (float8
+    e4m3fn / e5m2 tensors: vLLM's caches viewed as FlashAttention's fp8 dtype) read with 16-bit q."""
+    allowed = (qa.dtype,) + (tuple(_FP8_CACHES) if paged else ())
+    ka = arg(kname, k, layout, allowed)
+    va = arg(vname, v, layout, (ka.dtype,))
+    if ka.dtype == qa.dtype:
+        return ka, va, "same"
+    return ka, va, _FP8_CACHES[ka.dtype]
+
+
+def _descales(c, k_descale, v_descale, batch, hkv, cache_dt, parts):
+    """FlashAttention-3's k_descale/v_descale fp32 [batch, num_kv_heads] (any strides: vLLM passes
+    an .expand() of one scale) into the call; read for fp8 caches, ignored for 16-bit ones as
+    FlashAttention does."""
+    if cache_dt == "same":
+        return
+    for name, x in (("k_descale", k_descale), ("v_descale", v_descale)):
+        a = arg(name, x, "[batch, num_kv_heads]", _F32, required=False, any_strides=True)
+        if a is None:
+            continue
+        if a.shape != (batch, hkv):
+            raise ValueError(f"{name} has shape {a.shape}, expected (batch, num_kv_heads) = {(batch, hkv)}")
+        setattr(c, name, a.ptr)
+        setattr(c, name + "_batch_stride", a.strides[0])
+        setattr(c, name + "_head_stride", a.strides[1])
+        parts.append(a)
+
+
+def _attention_variant(dev, dtype, d, dv, hq, hkv, page, mask, cap, alibi, sinks, lse, kv_dtype="same"):
     """The attention Variant of these values on device `dev` (created on its first call)."""
-    key = ("attn", dtype, d, dv, hq, hkv, page, mask, cap, alibi, sinks, lse, dev.index)
+    key = ("attn", dtype, d, dv, hq, hkv, page, mask, cap, alibi, sinks, lse, dev.index, kv_dtype)
     return _variants.variant(key, lambda: _variants.spec_yaml(dtype, d, dv, hq, hkv, page, mask, cap, alibi, sinks,
-                                                             lse), dev.index or 0)
+                                                             lse, kv_cache_dtype=kv_dtype), dev.index or 0)
 
 
 def _output(c, out, qa, total_q, hq, dv, parts):
@@ -151,60 +196,61 @@ def flash_attn_varlen_func(q, k, v, max_seqlen_q, cu_seqlens_q, max_seqlen_k, cu
     caches [num_blocks, block_size, Hkv, D] (vLLM's key_cache / value_cache) with seqused_k int32
     [batch] (or cu_seqlens_k). Returns out, or (out, lse [Hq, total_q] fp32, natural log).
     scheduler_metadata, deterministic and fa_version are accepted and not needed (attnc schedules
-    itself and is deterministic); q/k/v_descale are accepted and unused, as FlashAttention uses them
-    only for fp8 q/k/v, which attnc refuses by dtype (vLLM passes them for every cache dtype)."""
+    itself and is deterministic). fp8 paged caches (float8_e4m3fn / float8_e5m2 views, as vLLM
+    passes them) are read with k_descale/v_descale fp32 [batch, Hkv]; an fp8 q with q_descale (vLLM's
+    fp8 path) is read as an exact 16-bit copy, q_descale folded into k_descale. With 16-bit caches
+    the descales are ignored, as FlashAttention does (vLLM passes them for every cache dtype)."""
     if q_v is not None or dropout_p or return_attn_probs or cp_world_size != 1 or cp_tot_seqused_k is not None:
         _refuse([(q_v is not None, "q_v (a separate V-side query, FlashAttention-3's MLA path)"),
                  (dropout_p, f"dropout_p={dropout_p} (inference only: 0)"),
                  (return_attn_probs, "return_attn_probs=True (the probabilities are never materialised)"),
                  (cp_world_size != 1 or cp_tot_seqused_k is not None,
                   "context parallelism (cp_world_size, cp_rank, cp_tot_seqused_k)")])
+    fp8_q = q_descale is not None and getattr(getattr(q, "dtype", None), "itemsize", 2) == 1
+    if fp8_q:
+        q, k_descale = _fp8_query(q, q_descale, k_descale, out, k)
+    if (k_descale is not None or v_descale is not None) and getattr(getattr(k, "dtype", None), "itemsize", 1) != 1:
+        k_descale = v_descale = None  # a 16-bit cache does not read them: not keyed either
     if _compiling():
         return _torch_ops.varlen(q, k, v, max_seqlen_q, cu_seqlens_q, max_seqlen_k, cu_seqlens_k, seqused_k,
                                  softmax_scale, causal, window_size, softcap, alibi_slopes, block_table,
-                                 return_softmax_lse, out, num_splits, s_aux)
-    try:
-        key = ("varlen", _memo.meta(q), _memo.meta(k), _memo.meta(v), max_seqlen_q, _memo.meta(cu_seqlens_q),
-               max_seqlen_k, _memo.meta(cu_seqlens_k), _memo.meta(seqused_k), softmax_scale, causal, window_size,
-               softcap, _memo.meta(alibi_slopes), _memo.meta(block_table), return_softmax_lse, _memo.meta(out),
-               num_splits, _memo.meta(s_aux))
-        e = _memo.get(key)
-    except (_memo.Uncacheable, TypeError):  # TypeError: an unhashable argument (a list window_size)
-        key = e = None
-    if e is not None:
-        out, lse = _memo.replay(e, out)
-        return (out, lse) if return_softmax_lse else out
+                                 return_softmax_lse, out, num_splits, s_aux, k_descale, v_descale)
+    key = _memo.lookup("varlen", q, k, v, max_seqlen_q, cu_seqlens_q, max_seqlen_k, cu_seqlens_k, seqused_k,
+                       softmax_scale, causal, window_size, softcap, alibi_slopes, block_table, return_softmax_lse, out,
+                       num_splits, s_aux, k_descale, v_descale) if not fp8_q else None
+    if key.__class__ is tuple:  # a hit: (out allocated or None, lse)
+        if key[0] is not None:
+            out = key[0]
+        return (out, key[1]) if return_softmax_lse else out
     alloc = out is None
     var, c, dev, out, lse = varlen_call(q, k, v, max_seqlen_q, cu_seqlens_q, max_seqlen_k, cu_seqlens_k, seqused_k,
                                         softmax_scale, _mask(causal, window_size), softcap, alibi_slopes, block_table,
-                                        return_softmax_lse, out, num_splits, s_aux, None)
+                                        return_softmax_lse, out, num_splits, s_aux, None, (k_descale, v_descale))
     check(_run(var.handle, ctypes.byref(c), _stream(dev)))
-    if key is not None:
-        _memo.remember(key, _memo.Entry(var, c, dev.index, tuple(out.shape) if alloc else None, out.dtype,
-                                        tuple(lse.shape) if return_softmax_lse else None,
-                                        c.kind == _capi.KINDS["decode"]))
+    _memo.remember(key, var, c, dev.index, tuple(out.shape) if alloc else None, out.dtype,
+                   tuple(lse.shape) if return_softmax_lse else None, c.kind == _capi.KINDS["decode"])
     return (out, lse) if return_softmax_lse else out
 
 
 def varlen(q, k, v, max_seqlen_q, cu_seqlens_q, max_seqlen_k, cu_seqlens_k, seqused_k, softmax_scale, mask, softcap,
-           alibi_slopes, block_table, return_softmax_lse, out, num_splits, s_aux, lse=None):
+           alibi_slopes, block_table, return_softmax_lse, out, num_splits, s_aux, lse=None, descales=(None, None)):
     """flash_attn_varlen_func after the refusals, with the mask already derived (_mask)."""
     var, c, dev, out, lse = varlen_call(q, k, v, max_seqlen_q, cu_seqlens_q, max_seqlen_k, cu_seqlens_k, seqused_k,
                                         softmax_scale, mask, softcap, alibi_slopes, block_table, return_softmax_lse,
-                                        out, num_splits, s_aux, lse)
+                                        out, num_splits, s_aux, lse, descales)
     check(_run(var.handle, ctypes.byref(c), _stream(dev)))
     return (out, lse) if return_softmax_lse else out
 
 
 def varlen_call(q, k, v, max_seqlen_q, cu_seqlens_q, max_seqlen_k, cu_seqlens_k, seqused_k, softmax_scale, mask,
-                softcap, alibi_slopes, block_table, return_softmax_lse, out, num_splits, s_aux, lse):
+                softcap, alibi_slopes, block_table, return_softmax_lse, out, num_splits, s_aux, lse,
+                descales=(None, None)):
     """The checked attnc_call of a varlen call: (variant, call, device, out, lse)."""
     qa = arg("q", q, "[total_q, num_heads, head_size]", _HALF_NAMES)
     dtype = _half_dtype("q", qa)
     paged = block_table is not None
     layout = "[num_blocks, block_size, num_kv_heads, head_size]" if paged else "[total_k, num_kv_heads, head_size]"
-    ka = arg("k", k, layout, (qa.dtype,))
-    va = arg("v", v, layout, (qa.dtype,))
+    ka, va, kv_dtype = _kv_caches("k", k, "v", v, layout, qa, paged)
     for name, a in (("q", qa), ("k", ka), ("v", va)):
         if a.shape is None:
             raise TypeError(f"{name} must be a tensor (its shape gives the head counts and sizes), not a pointer")
@@ -273,9 +319,10 @@ def varlen_call(q, k, v, max_seqlen_q, cu_seqlens_q, max_seqlen_k, cu_seqlens_k,
         if splits > 1:
             raise ValueError(f"num_splits={splits} on a contiguous prefill: split-KV is for paged calls (0 or 1 here)")
     alibi, sinks = _bias(c, alibi_slopes, s_aux, hq, parts)
+    _descales(c, descales[0], descales[1], batch, hkv, kv_dtype, parts)
     lse_spec = ("head_major", "e") if return_softmax_lse else None
     dev = qa.tensor.device
-    var = _attention_variant(dev, dtype, d, dv, hq, hkv, page, mask, cap, alibi, sinks, lse_spec)
+    var = _attention_variant(dev, dtype, d, dv, hq, hkv, page, mask, cap, alibi, sinks, lse_spec, kv_dtype)
     out = _output(c, out, qa, total_q, hq, dv, parts)
     if return_softmax_lse:
         if lse is None:
@@ -309,49 +356,57 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
     int32 [batch]. Returns out [batch, seqlen_q, Hq, Dv], or (out, lse [batch, Hq, seqlen_q]).
     max_seqlen_k (attnc's keyword): the longest cache_seqlens, for choosing the kernel without
     reading the GPU; default max_blocks * block_size (what a CUDA graph must cover anyway)."""
-    _refuse([(k is not None or v is not None, "appending k/v (write them with reshape_and_cache_flash first)"),
-             (rotary_cos is not None or rotary_sin is not None, "rotary_cos/rotary_sin (apply RoPE before the call)"),
-             (cache_batch_idx is not None, "cache_batch_idx (index block_table's rows instead)"),
-             (cache_leftpad is not None, "cache_leftpad"),
-             (cp_world_size != 1 or cp_tot_seqused_k is not None,
-              "context parallelism (cp_world_size, cp_rank, cp_tot_seqused_k)")])
-    if block_table is None:
-        raise NotImplementedError("k_cache without block_table: attnc reads paged caches; a contiguous "
-                                  "[batch, seqlen, Hkv, D] cache is block_table = arange(batch)[:, None] when seqlen "
-                                  "is a multiple of 16")
-    if cache_seqlens is None:
-        raise ValueError("cache_seqlens (int32 [batch], the KV length of each request) is required")
-    if not (hasattr(q, "dim") and q.dim() == 4):
-        raise ValueError(f"q must be a tensor [batch, seqlen_q, num_heads, head_size], got "
-                         f"{tuple(q.shape) if hasattr(q, 'shape') else type(q).__name__}")
-    mask = _mask(causal, window_size)
-    if max_seqlen_k is None:
-        if getattr(block_table, "shape", None) is None or getattr(k_cache, "shape", None) is None:
-            raise TypeError("block_table and k_cache must be tensors")
-        max_seqlen_k = block_table.shape[-1] * k_cache.shape[1]
-    if _compiling():
-        return _torch_ops.with_kvcache(q, k_cache, v_cache, cache_seqlens, block_table, softmax_scale, causal,
-                                       window_size, softcap, alibi_slopes, num_splits, return_softmax_lse, out, s_aux,
-                                       max_seqlen_k)
-    try:
-        mq = _memo.meta(q)
-        key = None if len(mq) > 3 else (  # a strided q is copied by the reshape: not the same pointer next time
-            "kvcache", mq, _memo.meta(k_cache), _memo.meta(v_cache), _memo.meta(cache_seqlens),
-            _memo.meta(block_table), softmax_scale, mask, softcap, _memo.meta(alibi_slopes), num_splits,
-            return_softmax_lse, _memo.meta(out), _memo.meta(s_aux), max_seqlen_k)
-        e = None if key is None else _memo.get(key)
-    except (_memo.Uncacheable, TypeError):
-        key = e = None
-    if e is not None:
-        o, lse = _memo.replay(e, out)
+    if k is not None or v is not None or rotary_cos is not None or rotary_sin is not None or \
+            cache_batch_idx is not None or cache_leftpad is not None or cp_world_size != 1 or \
+            cp_tot_seqused_k is not None:
+        _refuse([(k is not None or v is not None, "appending k/v (write them with reshape_and_cache_flash first)"),
+                 (rotary_cos is not None or rotary_sin is not None,
+                  "rotary_cos/rotary_sin (apply RoPE before the call)"),
+                 (cache_batch_idx is not None, "cache_batch_idx (index block_table's rows instead)"),
+                 (cache_leftpad is not None, "cache_leftpad"),
+                 (cp_world_size != 1 or cp_tot_seqused_k is not None,
+                  "context parallelism (cp_world_size, cp_rank, cp_tot_seqused_k)")])
+    fp8_q = q_descale is not None and getattr(getattr(q, "dtype", None), "itemsize", 2) == 1
+    if fp8_q:
+        q, k_descale = _fp8_query(q, q_descale, k_descale, out, k_cache)
+    if (k_descale is not None or v_descale is not None) and \
+            getattr(getattr(k_cache, "dtype", None), "itemsize", 1) != 1:
+        k_descale = v_descale = None  # a 16-bit cache does not read them: not keyed either
+    compiling = _compiling()
+    # a repeat (the same metadata and scalars) was checked before: the checks below run on a miss
+    key = None if fp8_q or compiling else _memo.lookup(
+        "kvcache", q, k_cache, v_cache, cache_seqlens, block_table, softmax_scale, causal, window_size, softcap,
+        alibi_slopes, num_splits, return_softmax_lse, out, s_aux, max_seqlen_k, k_descale, v_descale)
+    if key.__class__ is tuple:  # a hit
+        o, lse = key
+        if o is None:
+            o = out
     else:
+        if block_table is None:
+            raise NotImplementedError("k_cache without block_table: attnc reads paged caches; a contiguous "
+                                      "[batch, seqlen, Hkv, D] cache is block_table = arange(batch)[:, None] when "
+                                      "seqlen is a multiple of 16")
+        if cache_seqlens is None:
+            raise ValueError("cache_seqlens (int32 [batch], the KV length of each request) is required")
+        if not (hasattr(q, "dim") and q.dim() == 4):
+            raise ValueError(f"q must be a tensor [batch, seqlen_q, num_heads, head_size], got "
+                             f"{tuple(q.shape) if hasattr(q, 'shape') else type(q).__name__}")
+        mask = _mask(causal, window_size)
+        if max_seqlen_k is None:
+            if getattr(block_table, "shape", None) is None or getattr(k_cache, "shape", None) is None:
+                raise TypeError("block_table and k_cache must be tensors")
+            max_seqlen_k = block_table.shape[-1] * k_cache.shape[1]
+        if compiling:
+            return _torch_ops.with_kvcache(q, k_cache, v_cache, cache_seqlens, block_table, softmax_scale, causal,
+                                           window_size, softcap, alibi_slopes, num_splits, return_softmax_lse, out,
+                                           s_aux, max_seqlen_k, k_descale, v_descale)
         var, c, dev, o, lse = kvcache_call(q, k_cache, v_cache, cache_seqlens, block_table, softmax_scale, mask,
                                            softcap, alibi_slopes, num_splits, return_softmax_lse, out, s_aux,
-                                           max_seqlen_k)
+                                           max_seqlen_k, descales=(k_descale, v_descale))
         check(_run(var.handle, ctypes.byref(c), _stream(dev)))
-        if key is not None:
-            _memo.remember(key, _memo.Entry(var, c, dev.index, tuple(o.shape) if out is None else None, o.dtype,
-                                            tuple(lse.shape) if return_softmax_lse else None, True))
+        if q.is_contiguous():  # a strided q is copied by the reshape: not the same pointer next time
+            _memo.remember(key, var, c, dev.index, tuple(o.shape) if out is None else None, o.dtype,
+                           tuple(lse.shape) if return_softmax_lse else None, True)
     if return_softmax_lse:
         b, sq, hq = o.shape[:3]
         return o, lse.view(b, sq, hq).transpose(1, 2)
@@ -372,10 +427,11 @@ def _query_starts(b, sq, device):
 
 
 def with_kvcache(q, k_cache, v_cache, cache_seqlens, block_table, softmax_scale, mask, softcap, alibi_slopes,
-                 num_splits, return_softmax_lse, out, s_aux, max_seqlen_k, lse=None):
+                 num_splits, return_softmax_lse, out, s_aux, max_seqlen_k, lse=None, descales=(None, None)):
     """flash_attn_with_kvcache after the refusals (the custom op's body)."""
     var, c, dev, o, lse = kvcache_call(q, k_cache, v_cache, cache_seqlens, block_table, softmax_scale, mask, softcap,
-                                       alibi_slopes, num_splits, return_softmax_lse, out, s_aux, max_seqlen_k, lse)
+                                       alibi_slopes, num_splits, return_softmax_lse, out, s_aux, max_seqlen_k, lse,
+                                       descales)
     check(_run(var.handle, ctypes.byref(c), _stream(dev)))
     if return_softmax_lse:
         return o, lse.view(o.shape[0], o.shape[1], o.shape[2]).transpose(1, 2)
@@ -383,7 +439,7 @@ def with_kvcache(q, k_cache, v_cache, cache_seqlens, block_table, softmax_scale,
 
 
 def kvcache_call(q, k_cache, v_cache, cache_seqlens, block_table, softmax_scale, mask, softcap, alibi_slopes,
-                 num_splits, return_softmax_lse, out, s_aux, max_seqlen_k, lse=None):
+                 num_splits, return_softmax_lse, out, s_aux, max_seqlen_k, lse=None, descales=(None, None)):
     """The checked decode call of flash_attn_with_kvcache (cu_seqlens_q for seqlen_q > 1):
     (variant, call, device, out [b, sq, Hq, Dv], lse token-major [b * sq, Hq] or None)."""
     b, sq, hq, d = q.shape
@@ -401,20 +457,19 @@ def kvcache_call(q, k_cache, v_cache, cache_seqlens, block_table, softmax_scale,
         import torch
         lse_tm = lse if lse is not None else torch.empty((b * sq, hq), dtype=torch.float32, device=q.device)
     var, c, dev, res = _decode_call(qf, k_cache, v_cache, block_table, cache_seqlens, max_seqlen_k, cu, sq,
-                                    softmax_scale, mask, softcap, alibi_slopes, num_splits, s_aux, of, lse_tm)
+                                    softmax_scale, mask, softcap, alibi_slopes, num_splits, s_aux, of, lse_tm, descales)
     return var, c, dev, (res.view(b, sq, hq, dv) if out is None else out), lse_tm
 
 
 def _decode_call(q, k_cache, v_cache, block_table, seqused_k, max_seqlen_k, cu_seqlens_q, max_seqlen_q, softmax_scale,
-                 mask, softcap, alibi_slopes, num_splits, s_aux, out, lse_token_major):
+                 mask, softcap, alibi_slopes, num_splits, s_aux, out, lse_token_major, descales=(None, None)):
     """The checked decode call (variant, call, device, out) whose LSE (when wanted) is token-major
     [total_q, Hq] (FlashAttention's with_kvcache layout is a view of it)."""
     qa = arg("q", q, "[total_q, num_heads, head_size]", _HALF_NAMES)
     dtype = _half_dtype("q", qa)
     total_q, hq, d = qa.shape
     layout = "[num_blocks, block_size, num_kv_heads, head_size]"
-    ka = arg("k_cache", k_cache, layout, (qa.dtype,))
-    va = arg("v_cache", v_cache, layout, (qa.dtype,))
+    ka, va, kv_dtype = _kv_caches("k_cache", k_cache, "v_cache", v_cache, layout, qa, True)
     hkv, dv, page = ka.shape[2], va.shape[3], ka.shape[1]
     _variants.check_head_dim("q's head_size", d)
     _variants.check_head_dim("v_cache's head_size", dv)
@@ -439,9 +494,10 @@ def _decode_call(q, k_cache, v_cache, block_table, seqused_k, max_seqlen_k, cu_s
     parts = [qa, ka, va, bt, su]
     c = _new_call()
     alibi, sinks = _bias(c, alibi_slopes, s_aux, hq, parts)
+    _descales(c, descales[0], descales[1], batch, hkv, kv_dtype, parts)
     lse_spec = ("token_major", "e") if lse_token_major is not None else None
     dev = qa.tensor.device
-    var = _attention_variant(dev, dtype, d, dv, hq, hkv, page, mask, cap, alibi, sinks, lse_spec)
+    var = _attention_variant(dev, dtype, d, dv, hq, hkv, page, mask, cap, alibi, sinks, lse_spec, kv_dtype)
     out = _output(c, out, qa, total_q, hq, dv, parts)
     if cu_seqlens_q is not None:
         cq = arg("cu_seqlens_q", cu_seqlens_q, "[batch + 1]", _INT32)
@@ -474,14 +530,9 @@ def merge_attn_states(output, prefix_output, prefix_lse, suffix_output, suffix_l
     if _compiling():
         _torch_ops.merge(output, prefix_output, prefix_lse, suffix_output, suffix_lse, output_lse)
         return
-    try:
-        key = ("merge", _memo.meta(output), _memo.meta(prefix_output), _memo.meta(prefix_lse),
-               _memo.meta(suffix_output), _memo.meta(suffix_lse), _memo.meta(output_lse))
-        e = _memo.get(key)
-    except _memo.Uncacheable:
-        key = e = None
-    if e is not None:
-        return _memo.run_op(e)
+    key = _memo.lookup("merge", output, prefix_output, prefix_lse, suffix_output, suffix_lse, output_lse)
+    if key.__class__ is tuple:  # a hit
+        return
     o = arg("output", output, "[num_tokens, num_heads, head_size]", _HALF_NAMES)
     dtype = _half_dtype("output", o)
     t, h, d = o.shape
@@ -494,8 +545,7 @@ def merge_attn_states(output, prefix_output, prefix_lse, suffix_output, suffix_l
                    run=False)
     e = _memo.OpEntry(lib().attnc_attention_merge, var.handle, m, dev.index)
     _memo.run_op(e)
-    if key is not None:
-        _memo.remember(key, e)
+    _memo.remember_op(key, e)
 
 
 # ---------------------------------------------------------------- reshape_and_cache_flash
@@ -516,14 +566,10 @@ def reshape_and_cache_flash(key, value, key_cache, value_cache, slot_mapping, kv
     if _compiling():
         _torch_ops.cache_write(key, value, key_cache, value_cache, slot_mapping, kv_cache_dtype, k_scale, v_scale)
         return
-    try:
-        mkey = ("cache_write", _memo.meta(key), _memo.meta(value), _memo.meta(key_cache), _memo.meta(value_cache),
-                _memo.meta(slot_mapping), kv_cache_dtype, _memo.meta(k_scale), _memo.meta(v_scale))
-        e = _memo.get(mkey)
-    except _memo.Uncacheable:
-        mkey = e = None
-    if e is not None:
-        return _memo.run_op(e)
+    mkey = _memo.lookup("cache_write", key, value, key_cache, value_cache, slot_mapping, kv_cache_dtype, k_scale,
+                        v_scale)
+    if mkey.__class__ is tuple:  # a hit
+        return
     ka = arg("key", key, "[num_tokens, num_kv_heads, head_size]", _HALF_NAMES)
     dtype = _half_dtype("key", ka)
     va = arg("value", value, "[num_tokens, num_kv_heads, head_size]", (ka.dtype,))
@@ -543,8 +589,7 @@ def reshape_and_cache_flash(key, value, key_cache, value_cache, slot_mapping, kv
     w = _ops.cache_write(var.att, key, value, key_cache, value_cache, slot_mapping, k_scale, v_scale, run=False)
     e = _memo.OpEntry(lib().attnc_attention_cache_write, var.handle, w, dev.index)
     _memo.run_op(e)
-    if mkey is not None:
-        _memo.remember(mkey, e)
+    _memo.remember_op(mkey, e)
 
 
 def _scale(name, s):
@@ -620,8 +665,8 @@ def flash_attn_supports_sinks():
 
 
 def flash_attn_supports_fp8():
-    """False: attention reads 16-bit K/V (fp8 caches can be written, not read)."""
-    return False
+    """True: fp8 paged caches are read (with 16-bit queries, or fp8 ones and q_descale)."""
+    return True
 
 
 if _compiling is not _no_torch:

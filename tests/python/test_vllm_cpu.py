@@ -45,9 +45,8 @@ class BadArguments(unittest.TestCase):
     def test_refused_features_are_named(self):
         self.raises(NotImplementedError, "dropout_p=0.1", **paged(), dropout_p=0.1)
         self.raises(NotImplementedError, "return_attn_probs", **paged(), return_attn_probs=True)
-        kw = paged()  # descales (vLLM passes them for every cache dtype) are taken: fp8 q/k/v is what is refused
-        kw["k"] = FakeCuda(64, 16, 2, 128, dtype="float8_e4m3fn")
-        self.raises(TypeError, "k must be bfloat16, got float8_e4m3fn", **kw, k_descale=FakeCuda(3, 2, dtype=F32))
+        self.raises(TypeError, "q must be bfloat16 or float16, got float8_e4m3fn",  # fp8 q needs q_descale
+                    **{**paged(), "q": FakeCuda(3, 8, 128, dtype="float8_e4m3fn")})
         self.raises(NotImplementedError, "q_v", **paged(), q_v=FakeCuda(3, 8, 128))
         self.raises(NotImplementedError, "context parallelism", **paged(), cp_world_size=2)
         with self.assertRaises(NotImplementedError) as cm:  # all at once
@@ -65,11 +64,26 @@ class BadArguments(unittest.TestCase):
         self.raises(ValueError, "q must be a tensor [batch, seqlen_q", vllm.flash_attn_with_kvcache,
                     **{**kw, "q": FakeCuda(2, 8, 128)})
 
+    def test_fp8_caches(self):
+        """Paged caches may be fp8 (read with k/v_descale [batch, Hkv]); contiguous K/V may not."""
+        fp8 = dict(k=FakeCuda(64, 16, 2, 128, dtype="float8_e4m3fn"), v=FakeCuda(64, 16, 2, 128, dtype="float8_e4m3fn"))
+        self.raises(TypeError, "v must be float8_e4m3fn, got bfloat16", **{**paged(), "k": fp8["k"]})
+        self.raises(ValueError, "k_descale has shape (1, 2), expected (batch, num_kv_heads) = (3, 2)",
+                    **{**paged(), **fp8}, k_descale=FakeCuda(1, 2, dtype=F32))
+        self.raises(TypeError, "v_descale must be float32, got bfloat16", **{**paged(), **fp8},
+                    v_descale=FakeCuda(3, 2, dtype=BF16))
+        contiguous = dict(q=FakeCuda(5, 8, 128), k=FakeCuda(9, 2, 128, dtype="float8_e4m3fn"),
+                          v=FakeCuda(9, 2, 128, dtype="float8_e4m3fn"), max_seqlen_q=5, max_seqlen_k=9,
+                          cu_seqlens_q=FakeCuda(2, dtype=I32), cu_seqlens_k=FakeCuda(2, dtype=I32))
+        self.raises(TypeError, "k must be bfloat16, got float8_e4m3fn", **contiguous)
+        self.assertTrue(vllm.flash_attn_supports_fp8())
+
     def test_dtypes(self):
         self.raises(TypeError, "q must be bfloat16 or float16, got float32", **paged(dtype=F32))
         kw = paged()
         kw["k"] = FakeCuda(64, 16, 2, 128, dtype="float16")
-        self.raises(TypeError, "k must be bfloat16, got float16", **kw)
+        self.raises(TypeError, "k must be bfloat16 or float8_e4m3fn or float8_e5m2, got float16",  # paged: fp8 too
+                    **kw)
         self.raises(TypeError, "cu_seqlens_q must be int32, got int64", **{**paged(), "cu_seqlens_q": FakeCuda(4, dtype=I64)})
         self.raises(TypeError, "block_table must be int32", **{**paged(), "block_table": FakeCuda(3, 8, dtype=I64)})
         self.raises(TypeError, "alibi_slopes must be float32", **paged(), alibi_slopes=FakeCuda(8, dtype=BF16))

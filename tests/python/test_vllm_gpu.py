@@ -4,7 +4,8 @@ vLLM's kernel-test grid re-derived from its semantics: paged varlen with head si
 128, 256, heads (4, 4) and (8, 2), block size 16 in a 32768-block cache (its top block in use),
 softcap 0 / 50, window none / 256; decode through flash_attn_varlen_func (max_seqlen_q 1) and
 flash_attn_with_kvcache with split-KV forced and managed; ALiBi and sinks; merge_attn_states with
-+inf / -inf LSE rows; reshape_and_cache_flash with slot -1 and fp8. Then torch.compile
++inf / -inf LSE rows; reshape_and_cache_flash with slot -1 and fp8, and fp8 caches read back through
+the attention drop-ins. Then torch.compile
 (fullgraph) over the drop-ins, and a decode step captured in a CUDA graph and replayed on fresh
 inputs. Outputs are poisoned with NaN first. Skips without torch + CUDA.
 """
@@ -152,7 +153,18 @@ class VllmGrid(unittest.TestCase):
 
     def test_repeated_calls_replay_the_checked_call(self):
         """The second call with the same tensors skips the checks (attnc._memo) and reads the new
-        contents; after a larger call grows the workspace, the replay takes the new one."""
+        contents; after a larger call grows the workspace, the replay takes the new one. Through
+        the C warm path (attnc._fast) and the Python one."""
+        try:
+            for fast in (False, True):
+                with self.subTest(fast=fast):
+                    self.assertEqual(_memo.set_fast(fast), fast)
+                    _variants.clear()
+                    self.replay_checks()
+        finally:
+            _memo.set_fast(True)
+
+    def replay_checks(self):
         small = PagedBatch(8, 2, 64, [(1, n) for n in (40, 900)], num_blocks=512)
         out = torch.empty(2, 8, 64, device="cuda", dtype=torch.bfloat16)
         small.varlen(out=None)  # warm: checked and remembered (out allocated per call)
@@ -301,6 +313,53 @@ class VllmGrid(unittest.TestCase):
             written = (kc.reshape(-1, 2 * 128).float() != 0).any(-1)
             self.assertEqual(int(written.sum()), int(keep.sum()))
 
+    def test_fp8_cache_written_then_read(self):
+        """vLLM's fp8 KV path: reshape_and_cache_flash writes fp8 (x / k_scale), then decode, paged
+        prefill and with_kvcache read it with k_descale/v_descale = the scales expanded to [batch,
+        Hkv], 16-bit queries or fp8 ones with q_descale; the reference reads the dequantised cache."""
+        dev = torch.device("cuda")
+        for kv_dtype, fp8 in (("fp8", torch.float8_e4m3fn), ("fp8_e5m2", torch.float8_e5m2)):
+            for requests in ([(1, n) for n in (1, 300, 2000)], REQUESTS):
+                batch = PagedBatch(8, 2, 128, requests, num_blocks=512)
+                b = len(requests)
+                ks, vs = torch.tensor([0.5], device=dev), torch.tensor([2.0], device=dev)
+                kc8 = torch.zeros(batch.k_cache.shape, dtype=fp8, device=dev)
+                vc8 = torch.zeros_like(kc8)
+                slots = torch.arange(kc8.shape[0] * BLOCK, device=dev)
+                vllm.reshape_and_cache_flash(batch.k_cache.view(-1, 2, 128), batch.v_cache.view(-1, 2, 128), kc8, vc8,
+                                             slots, kv_dtype, ks, vs)
+                batch.k_cache, batch.v_cache = kc8, vc8  # what the drop-ins read
+                kd, vd = ks.expand(b, 2), vs.expand(b, 2)  # vLLM's descale views (strides 0)
+                out = torch.full(batch.q.shape, float("nan"), device=dev, dtype=torch.bfloat16)
+                got = vllm.flash_attn_varlen_func(batch.q, kc8, vc8, batch.max_seqlen_q, batch.cu_seqlens_q,
+                                                  batch.max_seqlen_k, seqused_k=batch.seqused_k,
+                                                  block_table=batch.block_table, causal=True, out=out,
+                                                  q_descale=kd, k_descale=kd, v_descale=vd)
+                dequant = PagedBatch.__new__(PagedBatch)
+                dequant.__dict__.update(batch.__dict__, k_cache=kc8.float() * 0.5, v_cache=vc8.float() * 2.0)
+                ref, _ = dequant.reference(scale=128 ** -0.5)
+                what = f"{kv_dtype} cache, max_seqlen_q {batch.max_seqlen_q}"
+                close(self, got, ref, what)
+                # an fp8 query with q_descale, as vLLM quantises it (exactly a 16-bit value times 0.25)
+                qs = torch.tensor([0.25], device=dev)
+                q8 = (batch.q.float() / 0.25).to(fp8)
+                dequant.q = (q8.float() * 0.25).to(torch.bfloat16)
+                got = vllm.flash_attn_varlen_func(q8, kc8, vc8, batch.max_seqlen_q, batch.cu_seqlens_q,
+                                                  batch.max_seqlen_k, seqused_k=batch.seqused_k,
+                                                  block_table=batch.block_table, causal=True, out=out,
+                                                  q_descale=qs.expand(b, 2), k_descale=kd, v_descale=vd)
+                close(self, got, dequant.reference(scale=128 ** -0.5)[0], what + ", fp8 q")
+                if batch.max_seqlen_q == 1:
+                    o = vllm.flash_attn_with_kvcache(batch.q.view(b, 1, 8, 128), kc8, vc8,
+                                                     cache_seqlens=batch.seqused_k, block_table=batch.block_table,
+                                                     causal=True, k_descale=kd, v_descale=vd)
+                    close(self, o.view(b, 8, 128), ref, what + ", with_kvcache")
+                with self.assertRaises(ValueError) as cm:
+                    vllm.flash_attn_varlen_func(batch.q, kc8, vc8, batch.max_seqlen_q, batch.cu_seqlens_q,
+                                                batch.max_seqlen_k, seqused_k=batch.seqused_k,
+                                                block_table=batch.block_table, k_descale=kd[:1])
+                self.assertIn("k_descale has shape (1, 2), expected (batch, num_kv_heads)", str(cm.exception))
+
 
 def flashinfer_table(batch, offset=3):
     """FlashInfer's page table for a PagedBatch: indptr starting at `offset` into indices."""
@@ -337,6 +396,20 @@ class FlashInfer(unittest.TestCase):
             w.plan(indptr, indices, last + 100, 8, 2, 128, BLOCK)
         self.assertIn("last_page_len[0] = 116; allowed: 1..16", str(cm.exception))
 
+    def test_decode_wrapper_fp8_cache(self):
+        """kv_data_type fp8: the cache read with FlashInfer's k_scale (folded into the softmax scale)
+        and v_scale (on V), both floats."""
+        batch = PagedBatch(8, 2, 128, [(1, n) for n in (16, 900, 2000)], num_blocks=512)
+        indptr, indices, last = flashinfer_table(batch)
+        kc8, vc8 = batch.k_cache.to(torch.float8_e5m2), batch.v_cache.to(torch.float8_e5m2)
+        w = flashinfer.BatchDecodeWithPagedKVCacheWrapper(torch.empty(64 << 20, dtype=torch.uint8, device="cuda"))
+        w.plan(indptr, indices, last, 8, 2, 128, BLOCK, q_data_type=torch.bfloat16, kv_data_type=torch.float8_e5m2)
+        out = w.run(batch.q, (kc8, vc8), k_scale=0.5, v_scale=2.0)
+        batch.k_cache, batch.v_cache = kc8.float() * 0.5, vc8.float() * 2.0
+        close(self, out, batch.reference(scale=128 ** -0.5)[0], "flashinfer decode, fp8 e5m2 cache")
+        close(self, w.run(batch.q, (kc8, vc8), k_scale=0.5, v_scale=2.0), batch.reference(scale=128 ** -0.5)[0],
+              "flashinfer decode, fp8 e5m2 cache, replayed")
+
     def test_prefill_wrapper_hnd_views(self):
         batch = PagedBatch(8, 2, 128, REQUESTS, num_blocks=2048)
         indptr, indices, last = flashinfer_table(batch, offset=0)
@@ -348,6 +421,47 @@ class FlashInfer(unittest.TestCase):
         out = w.run(batch.q, hnd)
         ref, _ = batch.reference(scale=128 ** -0.5, window=(255, 0), softcap=50.0)
         close(self, out, ref, "flashinfer prefill, HND")
+
+    def test_decode_wrapper_cuda_graph_replayed_after_new_plans(self):
+        """use_cuda_graph=True: plan() fills the buffers given at construction, run() is captured
+        once and replayed after each new plan (other lengths, other pages) on fresh queries."""
+        batch = PagedBatch(8, 2, 128, [(1, 4096)] * 4, num_blocks=2048)
+        i32 = dict(dtype=torch.int32, device="cuda")
+        bufs = torch.empty(5, **i32), torch.empty(1100, **i32), torch.empty(4, **i32)
+        w = flashinfer.BatchDecodeWithPagedKVCacheWrapper(torch.empty(64 << 20, dtype=torch.uint8, device="cuda"),
+                                                          use_cuda_graph=True, paged_kv_indptr_buffer=bufs[0],
+                                                          paged_kv_indices_buffer=bufs[1],
+                                                          paged_kv_last_page_len_buffer=bufs[2])
+        self.assertTrue(w.is_cuda_graph_enabled)
+
+        def plan(lens):
+            batch.seqused_k.copy_(torch.tensor(lens, dtype=torch.int32))
+            indptr, indices, last = flashinfer_table(batch, offset=0)
+            w.plan(indptr, indices, last, 8, 2, 128, BLOCK, q_data_type=torch.bfloat16)
+
+        plan([20, 700, 3000, 64])
+        out = torch.empty(4, 8, 128, device="cuda", dtype=torch.bfloat16)
+        kv = (batch.k_cache, batch.v_cache)
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):
+            w.run(batch.q, kv, out=out)
+        torch.cuda.current_stream().wait_stream(s)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            w.run(batch.q, kv, out=out)
+        for step, lens in enumerate(([1, 4096, 17, 2500], [300, 33, 4000, 4096])):
+            batch.block_table.copy_(batch.block_table.roll(1, 0))  # other pages for each request
+            plan(lens)
+            batch.q.copy_(torch.randn_like(batch.q))
+            out.fill_(float("nan"))
+            graph.replay()
+            torch.cuda.synchronize()
+            close(self, out, batch.reference(scale=128 ** -0.5)[0], f"flashinfer graph replay {step}")
+        with self.assertRaises(ValueError) as cm:
+            flashinfer.BatchDecodeWithPagedKVCacheWrapper(torch.empty(1 << 20, dtype=torch.uint8, device="cuda"),
+                                                          use_cuda_graph=True)
+        self.assertIn("use_cuda_graph=True needs the page-table buffers", str(cm.exception))
 
 
 def _decode_step(q, k_new, v_new, slots, batch, out):

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The wheel as a user gets it: `pip wheel` of the source tree (scikit-build-core + CMake, the build
 # folder kept in WORK so a rerun rebuilds only what changed; ccache serves other folders), installed
-# into a fresh venv, then imported, the CLI run through `python -m attnc` and the `attnc` script,
-# and test_cpu.py run from a copy outside the source tree against the installed package, with no
-# ATTNC_LIB. Usage: wheel_test.sh SOURCE_DIR WORK_DIR [PYTHON]
+# into a fresh venv, then imported (the extension attnc._fast from it too), the CLI run through
+# `python -m attnc` and the `attnc` script, and the CPU tests run from a copy outside the source
+# tree against the installed package, with no ATTNC_LIB. Usage: wheel_test.sh SOURCE_DIR WORK_DIR [PYTHON]
 set -euo pipefail
 src=$(cd "$1" && pwd); work=$2; python=${3:-python3}
 mkdir -p "$work"; work=$(cd "$work" && pwd)
@@ -15,16 +15,19 @@ t0=$(date +%s)
 echo "wheel_test: built $(basename "$work"/dist/attnc-*.whl) in $(($(date +%s) - t0)) s"
 "$python" -m venv "$work/venv"
 "$work/venv/bin/python" -m pip install -q --no-index --no-deps "$work"/dist/attnc-*.whl
-mkdir -p "$work/tests" && cp "$src/tests/python/test_cpu.py" "$src/tests/python/test_vllm_cpu.py" "$work/tests/" && cd "$work/tests"
+cpu_tests="test_cpu test_vllm_cpu test_fast"
+mkdir -p "$work/tests" && for t in $cpu_tests; do cp "$src/tests/python/$t.py" "$work/tests/"; done && cd "$work/tests"
 "$work/venv/bin/python" - <<'PY'
 import os, attnc, attnc._capi as c
 here = os.path.dirname(attnc.__file__)
 assert "site-packages" in here, f"attnc imported from {here}, not the venv"
 lib = c.lib()._name
 assert lib == os.path.join(here, "lib", "libattnc.so"), lib
+from attnc import _fast  # the drop-ins' warm path (python/csrc/fast.c), inside the package
+assert os.path.dirname(_fast.__file__) == here, _fast.__file__
 print("wheel_test: import attnc", attnc.version(), "from", here, "| NVRTC", c._build_config.NVRTC_SONAME,
       "from", c.nvrtc_dir() or "the loader's path")
 PY
 "$work/venv/bin/python" -m attnc --version
 "$work/venv/bin/attnc" validate "$src/specs/llama-3-8b.yaml"
-ATTNC_TEST_INSTALLED=1 ATTNC_CACHE_DIR="$work/cache" "$work/venv/bin/python" -m unittest test_cpu test_vllm_cpu
+ATTNC_TEST_INSTALLED=1 ATTNC_CACHE_DIR="$work/cache" "$work/venv/bin/python" -m unittest $cpu_tests
