@@ -28,7 +28,7 @@ struct Case {
   std::string config_json;  // overrides of the default config
   std::vector<int> lq, lk;
   KernelKind kind = KernelKind::prefill;
-  AttentionCase paging;  // prefill_paged: layout, page-table form, page size
+  AttentionCase paging{};  // prefill_paged: layout, page-table form, page size
 };
 
 void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
