@@ -28,8 +28,14 @@ long long row_blocks(const KernelPlan& plan, int max_seqlen_q) {
 }
 
 int choose_num_splits(const KernelPlan& plan, int batch, int max_seqlen_q, int max_seqlen_k, int num_sms) {
+  return choose_num_splits(plan, SplitShape{batch, max_seqlen_q, max_seqlen_k, batch, num_sms});
+}
+
+int choose_num_splits(const KernelPlan& plan, const SplitShape& call) {
+  const int batch = call.batch, max_seqlen_q = call.max_seqlen_q, max_seqlen_k = call.max_seqlen_k;
+  const int num_sms = call.num_sms;
   if (!plan.split_kv || max_seqlen_k <= 0 || num_sms <= 0) return 1;
-  if (plan.family == "decode_bw") return best_decode_splits(plan, {batch, max_seqlen_q, max_seqlen_k, batch, num_sms});
+  if (plan.family == "decode_bw") return best_decode_splits(plan, call);
   const int heads = plan.pack_gqa ? plan.kv_heads() : plan.spec.num_q_heads;
   const double tiles = double(batch) * heads * row_blocks(plan, max_seqlen_q);
   const int n_blocks = (max_seqlen_k + plan.config.block_n - 1) / plan.config.block_n;
@@ -70,8 +76,7 @@ int decide_num_splits(const KernelPlan& plan, const SplitShape& call, int forced
     return std::min(forced, max_useful_splits(plan, call.max_seqlen_k));
   }
   if (!plan.split_kv) return 1;
-  const int n = preferred > 0 ? preferred
-                              : choose_num_splits(plan, call.batch, call.max_seqlen_q, call.max_seqlen_k, call.num_sms);
+  const int n = preferred > 0 ? preferred : choose_num_splits(plan, call);
   return fit_num_splits(plan, call.total_q, n, workspace_bytes);
 }
 

@@ -143,6 +143,11 @@ typedef struct attnc_call {
   const float* v_descale;
   long long k_descale_batch_stride, k_descale_head_stride;
   long long v_descale_batch_stride, v_descale_head_stride;
+  /* Decode: the sum of the requests' KV lengths when the host knows it (0: unknown). The split-KV
+     choice then sees a ragged batch (one long request beside short ones) for what it is and
+     spreads the long request over the SMs; without it the split count assumes every request is
+     max_seqlen_k long. Only the split count depends on it: results do not. */
+  long long seqlen_k_sum;
 } attnc_call;
 
 /* What attnc_attention_run would use for a shape. */

@@ -53,7 +53,8 @@ class Call(ctypes.Structure):
                 ("q_pe", c_void_p), ("q_pe_row_stride", c_ll), ("q_pe_head_stride", c_ll),
                 ("k_scale", c_void_p), ("v_scale", c_void_p), ("k_descale", c_void_p), ("v_descale", c_void_p),
                 ("k_descale_batch_stride", c_ll), ("k_descale_head_stride", c_ll),
-                ("v_descale_batch_stride", c_ll), ("v_descale_head_stride", c_ll)]
+                ("v_descale_batch_stride", c_ll), ("v_descale_head_stride", c_ll),
+                ("seqlen_k_sum", c_ll)]
 
 
 class Selection(ctypes.Structure):

@@ -161,6 +161,7 @@ void to_args(const attnc_call& c, AttentionArgs& a) {
   a.k_descale_head_stride = c.k_descale_head_stride;
   a.v_descale_batch_stride = c.v_descale_batch_stride;
   a.v_descale_head_stride = c.v_descale_head_stride;
+  a.seqlen_k_sum = c.seqlen_k_sum;  // 0 from the defaults for a caller older than the field
 }
 
 }  // namespace

@@ -109,6 +109,8 @@ struct AttentionArgs {
   const float* v_descale = nullptr;
   long long k_descale_batch_stride = -1, k_descale_head_stride = -1;
   long long v_descale_batch_stride = -1, v_descale_head_stride = -1;
+  // Decode: the host's sum of the KV lengths (0: unknown); only the split choice reads it.
+  long long seqlen_k_sum = 0;
 };
 
 using GridDims = Dim3;

@@ -89,6 +89,9 @@ struct AttentionParams {
   const float* v_descale;
   long long k_descale_batch_stride, k_descale_head_stride;
   long long v_descale_batch_stride, v_descale_head_stride;
+  // The host's bound on KV lengths (0: unknown): decode_bw sizes its split-KV parts from it
+  // (block_range_even_parts).
+  int max_seqlen_k;
 };
 
 }  // namespace attnc
