@@ -479,7 +479,7 @@ def decode_rows(spec, db, page_size, flex):
         for label, a in runs:
             a.reserve(B, L, max_seqlen_q=T)
             o = torch.empty_like(q)
-            fn = lambda: a.decode(q, kc, vc, bt, used, L, out=o, stream=stream(), **multi, **kw)
+            fn = lambda: a.decode(q, kc, vc, bt, used, L, out=o, stream=stream(), seqlen_k_sum=sum(lens), **multi, **kw)
             ms_of[label] = bench_ms(fn)
             row[label] = tb(ms_of[label])
             row[label + "_config"] = a.select("decode", B, T, L)
