@@ -39,10 +39,14 @@ int choose_num_splits(const KernelPlan& plan, const SplitShape& call) {
   const int heads = plan.pack_gqa ? plan.kv_heads() : plan.spec.num_q_heads;
   const double tiles = double(batch) * heads * row_blocks(plan, max_seqlen_q);
   const int n_blocks = (max_seqlen_k + plan.config.block_n - 1) / plan.config.block_n;
-  if (tiles >= 0.8 * num_sms || n_blocks <= 1) return 1;
-  const int max_splits = std::min({kMaxSplits, num_sms, n_blocks});
+  // The SMs counted twice, as FlashAttention-2 does (attention-semantics.md §8; it was missing here):
+  // one block of a decode kernel per SM cannot keep enough loads in flight (d256 Hkv 8 B16 L8192 on decode_split: 128
+  // blocks, 1060 us unsplit, 649 us with 2 splits; the tuner, 2026-11-23).
+  const int slots = 2 * num_sms;
+  if (tiles >= 0.8 * slots || n_blocks <= 1) return 1;
+  const int max_splits = std::min({kMaxSplits, slots, n_blocks});
   auto efficiency = [&](int s) {
-    const double waves = tiles * s / num_sms;
+    const double waves = tiles * s / slots;
     return waves / std::ceil(waves);
   };
   auto eligible = [&](int s) {  // a split count that leaves the per-split tile count unchanged is useless

@@ -218,7 +218,7 @@ TEST(SearchSpace, DecodeBwPointsFollowTheModel) {
       double best = predict_decode_seconds(plan, call, best_decode_splits(plan, call));
       for (int n : split_counts(s, KernelKind::decode, current, b))
         if (n > 0) best = std::min(best, predict_decode_seconds(plan, call, n));
-      EXPECT_GE(best, last) << current.short_name();
+      EXPECT_GE(best, last * (1 - 1e-9)) << current.short_name();  // (two units may round differently)
       last = best;
     }
     EXPECT_LE(++counts, 1 + kModelledSplits) << current.short_name();
