@@ -19,28 +19,10 @@
 
 namespace attnc {
 
-// ROWS rows of COLS fp8 bytes in shared memory, 16-byte chunks swizzled by the row's bits SWZ.
+// Reading a swizzled Fp8Stage (kv_fp8.cuh) into registers.
 template <int ROWS, int COLS, int SWZ>
-struct Fp8SwizzledStage {
-  static constexpr int kChunks = COLS / 16;  // per row
-  static constexpr int kBytes = ROWS * COLS;
-  static constexpr int kSpan = SWZ < 2 ? SWZ + 1 : SWZ < 4 ? 4 : 8;  // chunks a row's XOR can reach
-  static_assert(COLS % 16 == 0 && SWZ < 8 && kChunks % kSpan == 0, "the swizzle stays inside the row");
-
-  __device__ static int chunk_at(int row, int chunk) { return row * kChunks + (chunk ^ (row & SWZ)); }
-
-  // As Fp8Stage::load_rows_async (rows past valid_rows zero-filled; one cp.async group left open).
-  template <int NTHREADS, class RowPtr>
-  __device__ static void load_rows_async(u8* stage, const RowPtr& row_ptr, int valid_rows, int tid) {
-    const u32 base = smem_u32(stage);
-    const u8* any_valid = row_ptr(0);
-#pragma unroll
-    for (int i = tid; i < ROWS * kChunks; i += NTHREADS) {
-      const int row = i / kChunks, chunk = i % kChunks;
-      const bool ok = row < valid_rows;
-      cp_async_16(base + 16u * chunk_at(row, chunk), ok ? row_ptr(row) + 16 * chunk : any_valid, ok);
-    }
-  }
+struct Fp8SwizzledStage : Fp8Stage<ROWS, COLS, SWZ> {
+  using Fp8Stage<ROWS, COLS, SWZ>::chunk_at;
 
   // BYTES bytes of row `row` from byte `off` (both multiples of 8, not crossing a 16-byte chunk
   // when BYTES is 8) as words.
