@@ -44,9 +44,12 @@ struct Fp8Stage {
   static constexpr int kChunks = COLS / 16;  // per row
   static constexpr int kBytes = ROWS * COLS;
   static constexpr int kSpan = SWZ < 2 ? SWZ + 1 : SWZ < 4 ? 4 : 8;  // chunks a row's XOR can reach
-  static_assert(COLS % 16 == 0 && SWZ < 8 && kChunks % kSpan == 0, "the swizzle stays inside the row");
 
-  __device__ static int chunk_at(int row, int chunk) { return row * kChunks + (chunk ^ (row & SWZ)); }
+  // (Checked where used: 16-bit caches name this type without loading through it.)
+  __device__ static int chunk_at(int row, int chunk) {
+    static_assert(COLS % 16 == 0 && SWZ < 8 && kChunks % kSpan == 0, "whole 16-byte chunks; the swizzle stays in the row");
+    return row * kChunks + (chunk ^ (row & SWZ));
+  }
 
   // Rows [0, valid_rows) of a global view (row_ptr(r): row r's first byte); the rest zero-filled,
   // so keys past the end convert to 0 and 0 * P stays finite. One cp.async group left open.
