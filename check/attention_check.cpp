@@ -152,8 +152,10 @@ void fill_paged_cache(DeviceCall& call, const KvCacheStrides& s, const Batch& b,
 
 // fp8: the dequantisation factors of the case's scale kind on the device, and the reference's K/V
 // multiplied by them (request b's tokens, head h: k_scale * k_descale[b, h]).
+// MLA (`one_cache`): K and V are one latent cache with one scale, so only k_scale / k_descale are
+// given and K's factor multiplies the reference's V too.
 void setup_fp8_scales(DeviceCall& call, const AttentionCase& c, const Batch& b, int hkv, int d, int dv,
-                      HalfTensor& k, HalfTensor& v, std::mt19937_64& rng) {
+                      HalfTensor& k, HalfTensor& v, std::mt19937_64& rng, bool one_cache) {
   std::uniform_real_distribution<float> unit(0.5f, 2.f);
   const bool per_tensor = c.fp8_scales != Fp8Scales::descale, descale = c.fp8_scales != Fp8Scales::per_tensor;
   std::vector<float> scale = {0.25f * unit(rng), 0.5f * unit(rng)};  // K, V
@@ -169,13 +171,13 @@ void setup_fp8_scales(DeviceCall& call, const AttentionCase& c, const Batch& b, 
     call.k_scale = upload(std::vector<float>{scale[0]});
     call.v_scale = upload(std::vector<float>{scale[1]});
     a.k_scale = call.k_scale.as<float>();
-    a.v_scale = call.v_scale.as<float>();
+    a.v_scale = one_cache ? nullptr : call.v_scale.as<float>();
   }
   if (descale) {
     call.k_descale = upload(desc[0]);
     call.v_descale = upload(desc[1]);
     a.k_descale = call.k_descale.as<float>();
-    a.v_descale = call.v_descale.as<float>();
+    a.v_descale = one_cache ? nullptr : call.v_descale.as<float>();
     a.k_descale_batch_stride = a.v_descale_batch_stride = stride;
   }
   for (int kv = 0; kv < 2; ++kv) {
@@ -184,7 +186,8 @@ void setup_fp8_scales(DeviceCall& call, const AttentionCase& c, const Batch& b, 
     for (int i = 0; i < b.size; ++i)
       for (long long tok = b.cu_k[i]; tok < b.cu_k[i + 1]; ++tok)
         for (int h = 0; h < hkv; ++h) {
-          const double f = double(per_tensor ? scale[kv] : 1.f) * (descale ? desc[kv][i * stride + h] : 1.f);
+          const int from = one_cache ? 0 : kv;
+          const double f = double(per_tensor ? scale[from] : 1.f) * (descale ? desc[from][i * stride + h] : 1.f);
           for (int e = 0; e < dim; ++e) t.exact[(tok * hkv + h) * dim + e] *= f;
         }
   }
@@ -344,8 +347,8 @@ AttentionReport check_attention(const KernelPlan& plan, const Kernel& kernel, co
   const bool fp8 = plan.kv_cache != KvDType::same;
   HalfTensor k = fp8 ? random_fp8(plan.kv_cache, size_t(b.total_k) * hkv * d, rng)
                      : random_half(t, size_t(b.total_k) * hkv * d, rng, c.check);
-  HalfTensor v = fp8    ? random_fp8(plan.kv_cache, size_t(b.total_k) * hkv * dv, rng)
-                 : mla ? latent_values(k, b.total_k, d, dv)
+  HalfTensor v = mla    ? latent_values(k, b.total_k, d, dv)
+                 : fp8 ? random_fp8(plan.kv_cache, size_t(b.total_k) * hkv * dv, rng)
                        : random_half(t, size_t(b.total_k) * hkv * dv, rng, c.check);
   std::vector<double> slopes(hq), sinks(hq);
   std::uniform_real_distribution<double> unit(0.0, 1.0);
@@ -408,7 +411,7 @@ AttentionReport check_attention(const KernelPlan& plan, const Kernel& kernel, co
   if (plan.paged) {
     setup_paged(call, plan, c, b, k, v, rng);
     if (mla) a.v = nullptr;  // V is read from k's rows; the V plane the layout also holds is never read
-    if (fp8) setup_fp8_scales(call, c, b, hkv, d, dv, k, v, rng);  // after the cache holds the bytes
+    if (fp8) setup_fp8_scales(call, c, b, hkv, d, dv, k, v, rng, mla);  // after the cache holds the bytes
   } else {
     call.k = upload(k.bits);
     call.v = upload(v.bits);

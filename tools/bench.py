@@ -5,7 +5,9 @@
 # triton's do_bench (the anchors' method); ratios are to cuDNN measured in this same run. Also the
 # JIT figures: cold compile per variant, first call of a new spec, warm load from SQLite. And the
 # block-sparse row: Phi-3-small's pattern beside attnc dense causal and FlexAttention with the same
-# block mask (docs/kernels-block-sparse.md).
+# block mask (docs/kernels-block-sparse.md). And the paged row: the serving varlen batch read
+# through a block_table over a page-16 cache (vLLM's prefill is paged), beside the same call on
+# contiguous K/V.
 # Run through tools/bench (which tunes first); writes bench.json and bench.md to --out.
 """attnc side by side with cuDNN, FlashAttention-2 and FlexAttention on the anchor shapes."""
 import argparse
@@ -46,6 +48,7 @@ DECODE_ROWS = [("d128", b, l) for b, l in DECODE] + [
 # (shared/reference/anchors.md §4.1: 660 TFLOP/s compute-bound, 3000 GB/s memory-bound).
 MLA = [(128, 4096, 128, "TFLOP/s"), (64, 8192, 16, "TB/s")]
 FLASHMLA_H800 = {"TFLOP/s": 660.0, "TB/s": 3.0}
+MLA_CACHES = ["same", "fp8_e4m3"]  # the latent cache: bf16, and fp8 with a per-tensor scale
 MLA_SCALE = 0.1352  # DeepSeek-V3's layer scale ((128 + 64) ** -0.5 with its YaRN mscale), not 1/sqrt(576)
 
 
@@ -72,10 +75,10 @@ def spec_yaml(name, head_dim, causal, kernel, page_size, tuning=None, hq=HQ, hkv
     ])
 
 
-def mla_spec_yaml(name, heads):
+def mla_spec_yaml(name, heads, cache="same"):
     return "\n".join([
         "version: 1", f"name: {name}", f"num_q_heads: {heads}", "dtype: bf16",
-        "kv_cache: {dtype: same, layout: NHD, page_size: 64}", "mask: causal",
+        f"kv_cache: {{dtype: {cache}, layout: NHD, page_size: 64}}", "mask: causal",
         "lse: {layout: head_major, base: e}",
         "mla: {kv_lora_rank: 512, qk_rope_head_dim: 64, qk_nope_head_dim: 128, v_head_dim: 128}",
         "kernels: [decode]", ""])
@@ -93,17 +96,25 @@ def serving_specs():
     ]
 
 
+def paged_specs():
+    """The varlen serving batch again, K/V in a page-16 cache read through a block_table (vLLM's
+    flash_attn_varlen_func with block_table)."""
+    varlen = serving_specs()[0]
+    return [dict(varlen, name="bench-paged-varlen-d128", kind="paged", page_size=16)]
+
+
 def write_specs(workdir, page_size, only=None, decode_tuning=None):
     """The bench's specs and the one shape each is tuned and measured on."""
     os.makedirs(workdir, exist_ok=True)
     if only == "mla":
         specs = []
-        for b, l, h, unit in MLA:
-            name = f"bench-mla-h{h}"
-            s = dict(name=name, kind="mla", B=b, L=l, H=h, unit=unit, path=os.path.join(workdir, name + ".yaml"),
+        for (b, l, h, unit), cache in [(m, c) for c in MLA_CACHES for m in MLA]:
+            name = f"bench-mla-h{h}" + ("" if cache == "same" else "-" + cache.replace("_", ""))
+            s = dict(name=name, kind="mla", B=b, L=l, H=h, unit=unit, cache=cache,
+                     path=os.path.join(workdir, name + ".yaml"),
                      shapes=[dict(kind="decode", batch=b, seqlen_q=1, seqlen_k=l)])
             with open(s["path"], "w") as f:
-                f.write(mla_spec_yaml(name, h))
+                f.write(mla_spec_yaml(name, h, cache))
             s["shapes_path"] = os.path.join(workdir, name + ".shapes.json")
             with open(s["shapes_path"], "w") as f:
                 json.dump(s["shapes"], f)
@@ -122,8 +133,9 @@ def write_specs(workdir, page_size, only=None, decode_tuning=None):
                           softcap=lay.get("softcap"), tokens=t, label=lay.get("label"),
                           shapes=[dict(kind="decode", batch=r[0], seqlen_q=t, seqlen_k=r[1])
                                   for r in rows if len(r) == 2]))
-    for s in serving_specs():
-        s["shapes"] = [dict(kind="prefill", batch=len(s["lens"]), seqlen_q=max(s["lens"]), seqlen_k=max(s["lens"]))]
+    for s in serving_specs() + paged_specs():
+        kind = "prefill_paged" if s["kind"] == "paged" else "prefill"
+        s["shapes"] = [dict(kind=kind, batch=len(s["lens"]), seqlen_q=max(s["lens"]), seqlen_k=max(s["lens"]))]
         specs.append(s)
     specs.append(dict(name="bench-sparse-phi3-d128", kind="sparse", D=128, causal=True, B=SPARSE_B, S=SPARSE_S,
                       shapes=[dict(kind="prefill", batch=SPARSE_B, seqlen_q=SPARSE_S, seqlen_k=SPARSE_S)]))
@@ -142,7 +154,7 @@ def write_specs(workdir, page_size, only=None, decode_tuning=None):
             s["dense_path"] = os.path.join(workdir, s["name"] + "-dense.yaml")
             with open(s["dense_path"], "w") as f:
                 f.write(spec_yaml(s["name"] + "-dense", s["D"], True, "prefill", page_size))
-        if s["kind"] in ("prefill", "serving"):  # the same layer held to prefill_sm80 (its heuristic): one column per family
+        if s["kind"] in ("prefill", "serving", "paged"):  # the same layer held to prefill_sm80 (its heuristic): one column per family
             s["sm80_path"] = os.path.join(workdir, s["name"] + "-sm80.yaml")
             with open(s["sm80_path"], "w") as f:
                 f.write(spec_yaml(s["name"] + "-sm80", s["D"], s["causal"], kernel, page_size,
@@ -253,6 +265,7 @@ def serving_rows(spec, db, flex, block_mask_fn):
     and FA2 through SDPA one request at a time (SDPA has no varlen), FlexAttention with a document
     mask over the packed batch; for window + sinks only FlexAttention (sinks applied from its LSE)."""
     lens, D, hq, hkv = spec["lens"], spec["D"], spec["hq"], spec["hkv"]
+    page = spec.get("page_size")
     window, sinks = spec.get("window"), spec.get("sinks", False)
     total = sum(lens)
     g = torch.Generator(device="cuda").manual_seed(0)
@@ -263,8 +276,8 @@ def serving_rows(spec, db, flex, block_mask_fn):
     cu = torch.tensor([0] + lens, dtype=torch.int32, device="cuda").cumsum(0, dtype=torch.int32)
     flops = 4 * hq * D * visited_keys(lens, spec["causal"], window)
     tf = lambda ms: flops / ms / 1e9 if ms else None
-    name = spec["name"].replace("bench-serving-", "")
-    row = dict(shape=f"serving {name} d{D} Hq{hq} Hkv{hkv} " +
+    name = spec["name"].replace("bench-serving-", "").replace("bench-", "")
+    row = dict(shape=f"serving {name} d{D} Hq{hq} Hkv{hkv} " + (f"page{page} " if page else "") +
                (f"B{len(lens)} lens {min(lens)}..{max(lens)}" if len(lens) > 1 else f"B1 S{lens[0]}"),
                unit="TFLOP/s")
     # [1, H, total, D] views for SDPA / Flex; per request: slices along the sequence axis.
@@ -303,10 +316,44 @@ def serving_rows(spec, db, flex, block_mask_fn):
         if ref is None:
             ref = o[0].transpose(0, 1).contiguous()
     extra = dict(sinks=sink) if sinks else {}
-    run_attnc(row, spec, db, lambda a, o: a.prefill(qa, ka, va, cu, cu, max(lens), max(lens), out=o,
-                                                       stream=stream(), **extra),
-              qa, ref, tf, ("prefill", len(lens), max(lens), max(lens)))
+    contiguous = lambda a, o: a.prefill(qa, ka, va, cu, cu, max(lens), max(lens), out=o, stream=stream(), **extra)
+    if not page:
+        run_attnc(row, spec, db, contiguous, qa, ref, tf, ("prefill", len(lens), max(lens), max(lens)))
+        return row
+    # Paged: each request's pages scattered over the cache; attnc's columns read it through the
+    # block_table, and attnc_contiguous is the heuristic's kernel on the contiguous tensors.
+    kc, vc, bt = paged_varlen_cache(ka, va, lens, page)
+    used = torch.tensor(lens, dtype=torch.int32, device="cuda")
+    run_attnc(row, spec, db, lambda a, o: a.prefill_paged(qa, kc, vc, cu, bt, used, max(lens), max(lens), out=o,
+                                                             stream=stream()),
+              qa, ref, tf, ("prefill_paged", len(lens), max(lens), max(lens)))
+    a = attnc.Attention(spec["path"], db="none", use_tuning=False)
+    o = torch.empty_like(qa)
+    row["attnc_contiguous"] = tf(bench_ms(lambda: contiguous(a, o)))
+    row["attnc_contiguous_config"] = a.select("prefill", len(lens), max(lens), max(lens))
     return row
+
+
+def paged_varlen_cache(ka, va, lens, page_size, extra_pages=64):
+    """Varlen K/V [total, Hkv, D] -> vLLM-layout caches [num_blocks, page, Hkv, D] and block_table
+    [B, max pages], every request's pages scattered at random over the cache."""
+    pages = [(n + page_size - 1) // page_size for n in lens]
+    n = sum(pages) + extra_pages
+    perm = torch.randperm(n, device="cuda", dtype=torch.int64)
+    H, D = ka.shape[1], ka.shape[2]
+    kc = torch.zeros(n, page_size, H, D, dtype=ka.dtype, device="cuda")
+    vc = torch.zeros_like(kc)
+    bt = torch.zeros(len(lens), max(pages), dtype=torch.int32, device="cuda")
+    start, first = 0, 0
+    for i, (m, p) in enumerate(zip(lens, pages)):
+        ids = perm[first:first + p]
+        bt[i, :p] = ids.to(torch.int32)
+        for kv, c in ((ka, kc), (va, vc)):
+            padded = torch.zeros(p * page_size, H, D, dtype=ka.dtype, device="cuda")
+            padded[:m] = kv[start:start + m]
+            c[ids] = padded.view(p, page_size, H, D)
+        start, first = start + m, first + p
+    return kc, vc, bt
 
 
 def sparse_mask_mod(b, h, q_idx, kv_idx):
@@ -555,28 +602,37 @@ def fmt(v, d=2):
 
 def mla_rows(spec, db):
     """attnc's mla_decode on one MLA bench shape (dispatcher heuristic) beside FlashMLA's published
-    H800 figure; max_diff against an fp32 torch reference of the same call."""
-    B, L, H, unit = spec["B"], spec["L"], spec["H"], spec["unit"]
+    H800 figure; max_diff against an fp32 torch reference of the same call. An fp8 cache holds
+    fp8(x / scale), read with that per-tensor scale (k_scale); its TB/s counts fp8 bytes and the
+    reference reads the dequantised cache."""
+    B, L, H, unit, fp8 = spec["B"], spec["L"], spec["H"], spec["unit"], spec.get("cache", "same") != "same"
     torch.manual_seed(0)
     q = torch.randn(B, H, 576, dtype=torch.bfloat16, device="cuda")
     kv = torch.randn(B, L, 1, 576, dtype=torch.bfloat16, device="cuda")
     cache, bt = paged_cache(kv, 64)
     cache = cache.reshape(cache.shape[0], 64, 576)
+    scales = {}
+    if fp8:
+        k_scale = (kv.abs().amax().float() / 448.0).reshape(1)
+        cache = (cache.float() / k_scale).to(torch.float8_e4m3fn)
+        kv = (kv.float() / k_scale).to(torch.float8_e4m3fn).float() * k_scale  # what the kernel reads
+        scales = dict(k_scale=k_scale)
     used = torch.full((B,), L, dtype=torch.int32, device="cuda")
     a = attnc.Attention(spec["path"], db=db or "none", use_tuning=False)
     a.reserve(B, L)
     o = torch.empty(B, H, 512, dtype=torch.bfloat16, device="cuda")
     lse = torch.empty(H, B, dtype=torch.float32, device="cuda")
-    fn = lambda: a.mla_decode(q, cache, bt, used, L, MLA_SCALE, out=o, lse=lse, stream=stream())
+    fn = lambda: a.mla_decode(q, cache, bt, used, L, MLA_SCALE, out=o, lse=lse, stream=stream(), **scales)
     ms = bench_ms(fn)
     flops = 2.0 * B * H * L * (576 + 512)
-    value = flops / ms / 1e9 if unit == "TFLOP/s" else B * L * 576 * 2 / ms / 1e9
+    value = flops / ms / 1e9 if unit == "TFLOP/s" else B * L * 576 * (1 if fp8 else 2) / ms / 1e9
     diff = 0.0
     for b in range(0, B, max(1, B // 8)):  # a reference of every eighth request keeps memory small
         s = torch.einsum("hd,ld->hl", q[b].float(), kv[b, :, 0].float()) * MLA_SCALE
         ref = torch.softmax(s, -1) @ kv[b, :, 0, :512].float()
         diff = max(diff, (o[b].float() - ref).abs().max().item())
-    row = dict(shape=f"mla_decode bf16 B{B} L{L} H{H} page64", unit=unit, attnc_heuristic=value, time_ms=ms,
+    label = "fp8e4m3 cache " if fp8 else ""
+    row = dict(shape=f"mla_decode bf16 {label}B{B} L{L} H{H} page64", unit=unit, attnc_heuristic=value, time_ms=ms,
                attnc_heuristic_config=a.select("decode", B, 1, L), attnc_heuristic_max_diff=diff,
                flashmla_h800_published=FLASHMLA_H800[unit])
     print(json.dumps(row), flush=True)
@@ -612,7 +668,12 @@ def markdown(rows, jit, env):
     if any(r["shape"].startswith("serving") for r in rows):
         lines += ["", "Serving rows: cuDNN and FA2 run one SDPA call per request (SDPA has no varlen form); "
                   "FlexAttention takes the packed batch with a document mask; the window + sinks row has only "
-                  "FlexAttention (sinks applied from its LSE): its anchor is the last column."]
+                  "FlexAttention (sinks applied from its LSE): its anchor is the last column. The paged row's "
+                  "anchors read contiguous K/V (theirs have no block_table form here)."]
+    for r in (r for r in rows if r.get("attnc_contiguous")):
+        lines.append(f"- {r['shape']}: attnc paged {fmt(r.get('attnc_heuristic'))} TFLOP/s against contiguous "
+                     f"{fmt(r['attnc_contiguous'])} ({ratio(r.get('attnc_heuristic'), r['attnc_contiguous'])}x; "
+                     f"{r.get('attnc_heuristic_config')} / {r.get('attnc_contiguous_config')})")
     sparse = [r for r in rows if r["shape"].startswith("block-sparse")]
     if sparse:
         lines += ["", "| block-sparse shape | attnc sparse tuned (ms) | attnc sparse heuristic (ms) | attnc dense causal "
@@ -637,8 +698,9 @@ def main():
     ap.add_argument("--out", default=os.environ.get("OUT", "."), help="bench.json and bench.md go here")
     ap.add_argument("--page-size", type=int, default=16)
     ap.add_argument("--write-specs", action="store_true", help="only write the specs and shapes, print their paths")
-    ap.add_argument("--only", choices=["prefill", "decode", "serving", "mla", "sparse"],
-                    help="one kind of rows, without the JIT figures (mla: MLA absorbed decode)")
+    ap.add_argument("--only", choices=["prefill", "decode", "serving", "paged", "mla", "sparse"],
+                    help="one kind of rows, without the JIT figures (mla: MLA absorbed decode; paged: the "
+                         "serving varlen batch over a page-16 cache)")
     ap.add_argument("--no-flex", action="store_true", help="leave FlexAttention out (its compiles take minutes)")
     ap.add_argument("--decode-tuning", help="the decode spec's `tuning:` map, e.g. '{warps: [4, 8]}'")
     args = ap.parse_args()
@@ -657,7 +719,7 @@ def main():
     flex, block_mask_fn = (None, None) if args.no_flex or args.only == "mla" else flex_fn()
     rows = []
     for s in specs:
-        if s["kind"] in ("prefill", "serving"):
+        if s["kind"] in ("prefill", "serving", "paged"):
             rows.append((prefill_rows if s["kind"] == "prefill" else serving_rows)(s, args.db, flex, block_mask_fn))
             print(json.dumps(rows[-1]), flush=True)
         elif s["kind"] == "mla":

@@ -17,7 +17,7 @@ namespace attnc {
 // prefill_sm80: warps {2,4,8} (block_m = 16 * warps), block_n {32,64,128}, stages {2,3}.
 // decode_split: warps {1,2,4}, block_n {32,64,128}, stages {2,3,4}.
 // decode_bw: warps {2,4,8} (block_m 16), block_n {16,32,64}, stages {2,3,4}.
-// prefill_sm90 (where its planner takes the spec: sm_90a, contiguous prefill): block_m {128,192}
+// prefill_sm90 (where its planner takes the spec: sm_90a, prefill and 16-bit paged prefill): block_m {128,192}
 // (warps block_m / 16 + 4), block_n {64,96,128,176}, stages {2}; its default tile also with 3
 // stages and without ping-pong.
 // A spec's `tuning:` lists narrow each axis (block_m narrows warps through block_m = 16 * warps;

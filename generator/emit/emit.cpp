@@ -87,6 +87,7 @@ std::string emit_prefill_sm90(const KernelPlan& p, const std::string& entry) {
     << "  static constexpr int kStages = " << c.stages << ";\n"
     << "  static constexpr int kConsumerWarpgroups = " << c.block_m / 64 << ";\n"
     << "  static constexpr bool kPingpong = " << b(c.pingpong) << ";\n"
+    << "  static constexpr bool kPaged = " << b(p.paged) << ";\n"
     << "};\n\n"
     << "static_assert(attnc::PrefillSm90<Traits>::kSmemBytes == " << p.smem_bytes
     << ", \"host and template disagree on shared memory\");\n\n"
@@ -112,6 +113,7 @@ std::string emit_mla_decode(const KernelPlan& p, const std::string& entry) {
     << "struct Traits {\n"
     << feature_traits(p)
     << "  static constexpr int kStages = " << c.stages << ";\n"
+    << "  static constexpr int kKvCache = attnc::" << kv_cache_constant(p.kv_cache) << ";\n"
     << "};\n\n"
     << "static_assert(attnc::MlaDecode<Traits>::kSmemBytes == " << p.smem_bytes
     << ", \"host and template disagree on shared memory\");\n\n"

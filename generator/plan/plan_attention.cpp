@@ -43,7 +43,7 @@ void check_supported(const Spec& s, KernelKind kind) {
 }
 
 // An fp8 cache read by a paged kernel (prefill_paged, decode): 16 fp8 bytes per copy and the fp8
-// cvt (sm_89 on); prefill_sm90 has no fp8 path (it refuses paged kernels anyway).
+// cvt (sm_89 on); prefill_sm90 has no fp8 path (its planner refuses fp8 caches).
 bool reads_fp8(const Spec& s, KernelKind kind) {
   return kind != KernelKind::prefill && (s.kv_cache.dtype == KvDType::fp8_e4m3 || s.kv_cache.dtype == KvDType::fp8_e5m2);
 }
@@ -116,7 +116,7 @@ int padded_head_dim(int d) { return (d + 63) / 64 * 64; }
 
 std::vector<std::string> attention_families(KernelKind kind) {
   if (kind == KernelKind::decode) return {"decode_bw", "decode_split"};
-  return {kPrefillSm90, "prefill_sm80"};  // prefill_sm90's planner refuses paged prefill with its reason
+  return {kPrefillSm90, "prefill_sm80"};  // prefill_sm90's planner refuses what it cannot make with its reason
 }
 
 // decode_bw where it was measured (sm_90): 4 warps on separate keys, 16-key tiles, 3 stages (two
@@ -240,7 +240,7 @@ std::string attention_variant_name(const KernelPlan& p) {
          std::to_string(b.vert_stride) + (b.head_sliding_step < 0 ? "kv" : "s") +  // no '-' in a C name
          std::to_string(std::abs(b.head_sliding_step)) + "h" +
          std::to_string(b.active_head_begin) + "q" + std::to_string(b.q_block_size);
-  if (p.paged && p.family == "prefill_sm80") n += "_paged";
+  if (p.paged && (p.family == "prefill_sm80" || p.family == kPrefillSm90)) n += "_paged";
   if (p.kv_cache != KvDType::same) n += p.kv_cache == KvDType::fp8_e4m3 ? "_fp8e4m3" : "_fp8e5m2";
   return n + "_" + p.config.short_name();
 }

@@ -5,11 +5,11 @@ namespace {
 
 constexpr int kRows = 64, kKeys = 64, kRowDim = kMlaLatentDim + kMlaRopeDim;
 
-void check_config(const Config& c, const ArchInfo& arch) {
+void check_config(const Config& c, const ArchInfo& arch, bool fp8) {
   if (c.block_m != kRows || c.block_n != kKeys || c.warps != 12)
     throw BadConfig("mla_decode runs 64 packed rows by 64-key tiles on two consumer warpgroups and a producer: "
                     "block_m 64, block_n 64, warps 12 (got " + c.short_name() + ")");
-  check_key_tiles(c, mla_decode_smem_bytes(c), arch, 4);
+  check_key_tiles(c, mla_decode_smem_bytes(c, fp8), arch, 4);
 }
 
 }  // namespace
@@ -21,8 +21,10 @@ std::string mla_decode_refusal(const Spec& s, KernelKind kind, const std::string
   if (s.mla.kv_lora_rank != kMlaLatentDim || s.mla.qk_rope_head_dim != kMlaRopeDim)
     return "mla_decode with kv_lora_rank " + std::to_string(s.mla.kv_lora_rank) + " and qk_rope_head_dim " +
            std::to_string(s.mla.qk_rope_head_dim) + " (built for 512 and 64, DeepSeek-V2/V3)";
-  if (s.kv_cache.dtype != KvDType::same)
-    return std::string("mla_decode reading a ") + to_string(s.kv_cache.dtype) + " latent cache (16-bit caches only)";
+  if (s.kv_cache.dtype != KvDType::same && s.kv_cache.dtype != KvDType::fp8_e4m3 &&
+      s.kv_cache.dtype != KvDType::fp8_e5m2)
+    return std::string("mla_decode reading a ") + to_string(s.kv_cache.dtype) +
+           " latent cache (16-bit, fp8_e4m3 and fp8_e5m2 caches only)";
   if (s.softcap > 0) return "mla_decode with softcap";
   if (s.sinks) return "mla_decode with sinks";
   if (s.kv_cache.page_size % kKeys != 0)
@@ -41,21 +43,25 @@ Config default_mla_decode_config() {
   return c;
 }
 
-int mla_decode_smem_bytes(const Config& c) {
+int mla_decode_smem_bytes(const Config& c, bool fp8) {
   const int q = 2 * kRows * kRowDim, tile = 2 * kKeys * kRowDim, p = 2 * kRows * kKeys;
-  // Row maxima and sums of both consumers; per stage a full barrier per 64-column block and an empty one.
-  const int shared = 4 * 4 * kRows + 8 * (kRowDim / 64 + 1) * c.stages;
-  return 1024 + q + c.stages * tile + p + shared;
+  // An fp8 cache: the ring holds the tiles' bytes, converted into one 16-bit tile the products read.
+  const int tiles = fp8 ? tile + c.stages * kKeys * kRowDim : c.stages * tile;
+  // Row maxima and sums of both consumers; per stage a full barrier per 64-column block and an empty
+  // one; the four Q slabs' fp16 exponents (fp8).
+  const int shared = 4 * 4 * kRows + 8 * (kRowDim / 64 + 1) * c.stages + 4 * 4;
+  return 1024 + q + tiles + p + shared;
 }
 
 void plan_mla_decode(const Spec& s, KernelKind kind, const Config& c, const ArchInfo& arch, KernelPlan& p) {
   if (const std::string why = mla_decode_refusal(s, kind, arch.name); !why.empty()) throw NotSupportedYet(why);
-  check_config(c, arch);
+  const bool fp8 = s.kv_cache.dtype != KvDType::same;
+  check_config(c, arch, fp8);
   p.head_dim = kRowDim;
   p.head_dim_v = kMlaLatentDim;
   p.group = s.num_q_heads;  // one latent head shared by every q head
   p.threads = 32 * c.warps;
-  p.smem_bytes = mla_decode_smem_bytes(c);
+  p.smem_bytes = mla_decode_smem_bytes(c, fp8);
 }
 
 }  // namespace attnc

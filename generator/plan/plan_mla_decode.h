@@ -1,7 +1,7 @@
 // mla_decode (templates/attnc/families/mla_decode.cuh): DeepSeek MLA absorbed decode on sm_90a,
 // MQA over the 576-wide latent cache (attention-semantics.md §7.3). Its only config: 64 packed
 // rows, 64-key tiles (one TMA box of a page), two consumer warpgroups and a producer, STAGES tiles
-// in flight.
+// in flight. The cache is 16-bit (the model's dtype) or fp8 e4m3 / e5m2 with a scale.
 #pragma once
 
 #include <string>
@@ -18,7 +18,8 @@ constexpr int kMlaLatentDim = 512, kMlaRopeDim = 64;
 // Why mla_decode cannot make this spec's kernel of this kind ("" when it can).
 std::string mla_decode_refusal(const Spec&, KernelKind, const std::string& arch);
 Config default_mla_decode_config();
-int mla_decode_smem_bytes(const Config&);
+// Shared memory of a config; `fp8`: the cache holds fp8 bytes (a ring of byte tiles and one 16-bit tile).
+int mla_decode_smem_bytes(const Config&, bool fp8);
 // Fills the plan's constants and launch shape; throws NotSupportedYet or BadConfig.
 void plan_mla_decode(const Spec&, KernelKind, const Config&, const ArchInfo&, KernelPlan&);
 

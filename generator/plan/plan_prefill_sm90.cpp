@@ -7,7 +7,7 @@ namespace {
 
 int blocks64(int d) { return (d + 63) / 64; }
 
-void check_config(const Spec& s, const Config& c, const ArchInfo& arch) {
+void check_config(const Spec& s, KernelKind kind, const Config& c, const ArchInfo& arch) {
   if (c.block_m != 128 && c.block_m != 192)
     throw BadConfig("block_m " + std::to_string(c.block_m) + "; prefill_sm90 gives each consumer warpgroup 64 rows " +
                     "and runs 2 or 3 of them: allowed 128, 192");
@@ -15,7 +15,7 @@ void check_config(const Spec& s, const Config& c, const ArchInfo& arch) {
     throw BadConfig("warps " + std::to_string(c.warps) + " with block_m " + std::to_string(c.block_m) +
                     "; prefill_sm90 runs block_m / 16 consumer warps and a producer warpgroup, so warps must be " +
                     std::to_string(c.block_m / 16 + 4));
-  check_key_tiles(c, prefill_sm90_smem_bytes(s, c), arch, 4);
+  check_key_tiles(c, prefill_sm90_smem_bytes(s, c, kind), arch, 4);
 }
 
 }  // namespace
@@ -23,8 +23,11 @@ void check_config(const Spec& s, const Config& c, const ArchInfo& arch) {
 std::string prefill_sm90_refusal(const Spec& s, KernelKind kind, const std::string& arch) {
   if (arch != "sm_90a") return "prefill_sm90 needs sm_90a (wgmma, TMA, setmaxnreg); the target is " + arch;
   if (kind == KernelKind::decode) return "prefill_sm90 makes prefill kernels; decode stays on decode_split";
-  if (kind != KernelKind::prefill)
-    return "prefill_sm90 reads contiguous K/V only (no paged cache yet); prefill_paged stays on prefill_sm80";
+  if (kind != KernelKind::prefill && kind != KernelKind::prefill_paged)
+    return std::string("prefill_sm90 makes prefill kernels, not ") + to_string(kind);
+  if (kind == KernelKind::prefill_paged && s.kv_cache.dtype != KvDType::same)
+    return std::string("prefill_sm90 reads 16-bit paged caches; a ") + to_string(s.kv_cache.dtype) +
+           " cache stays on prefill_sm80";
   if (blocks64(s.head_dim_v) > blocks64(s.head_dim))
     return "prefill_sm90 stages the output in the Q tile: head_dim_v " + std::to_string(s.head_dim_v) +
            " needs more 64-column blocks than head_dim " + std::to_string(s.head_dim) + " has";
@@ -43,22 +46,23 @@ Config default_prefill_sm90_config(const Spec& s) {
   c.warps = c.block_m / 16 + 4;
   c.stages = 2;
   c.pingpong = true;
-  // Narrower key tiles until two stages fit (d192: 112, d256: 80).
-  while (c.block_n > 16 && prefill_sm90_smem_bytes(s, c) > arch_info("sm_90a").max_smem_per_block) c.block_n -= 16;
+  // Narrower key tiles until two stages fit (d192: 112, d256: 80), for the paged kernel too.
+  const int limit = arch_info("sm_90a").max_smem_per_block;
+  while (c.block_n > 16 && prefill_sm90_smem_bytes(s, c, KernelKind::prefill_paged) > limit) c.block_n -= 16;
   return c;
 }
 
-int prefill_sm90_smem_bytes(const Spec& s, const Config& c) {
+int prefill_sm90_smem_bytes(const Spec& s, const Config& c, KernelKind kind) {
   const int dq = 64 * blocks64(s.head_dim), dv = 64 * blocks64(s.head_dim_v);
-  const int barriers = 8 * (1 + 4 * c.stages);
+  const int barriers = 8 * (1 + 4 * c.stages + (kind == KernelKind::prefill_paged ? 1 : 0));
   return 1024 + 2 * (c.block_m * dq + c.stages * c.block_n * (dq + dv)) + barriers;
 }
 
 void plan_prefill_sm90(const Spec& s, KernelKind kind, const Config& c, const ArchInfo& arch, KernelPlan& p) {
   if (const std::string why = prefill_sm90_refusal(s, kind, arch.name); !why.empty()) throw NotSupportedYet(why);
-  check_config(s, c, arch);
+  check_config(s, kind, c, arch);
   p.threads = 32 * c.warps;
-  p.smem_bytes = prefill_sm90_smem_bytes(s, c);
+  p.smem_bytes = prefill_sm90_smem_bytes(s, c, kind);
 }
 
 }  // namespace attnc

@@ -1,7 +1,8 @@
 // Planning of prefill_sm90 (templates/attnc/families/prefill_sm90.cuh): wgmma + TMA with a producer
 // warpgroup and 2 or 3 consumer warpgroups of 64 rows each. Its Config: block_m = 64 * consumer
 // warpgroups (128 or 192), warps = all warps of the block (block_m / 16 + 4), block_n, stages,
-// pingpong. What it cannot take stays on prefill_sm80, and prefill_sm90_refusal says why.
+// pingpong. It reads contiguous K/V or a paged cache (TMA per page, prefill_sm90_paged.cuh). What it
+// cannot take stays on prefill_sm80, and prefill_sm90_refusal says why.
 #pragma once
 
 #include <string>
@@ -12,7 +13,8 @@ namespace attnc {
 
 inline constexpr const char* kPrefillSm90 = "prefill_sm90";
 
-// Why prefill_sm90 cannot make this kernel ("" when it can): the arch, the kind, head dims.
+// Why prefill_sm90 cannot make this kernel ("" when it can): the arch, the kind (prefill over
+// contiguous or 16-bit paged K/V), head dims.
 std::string prefill_sm90_refusal(const Spec&, KernelKind, const std::string& arch);
 
 // The default tiles: 3 x 64 rows at d <= 64, 2 x 64 above; block_n 128, narrowed in steps of 16
@@ -21,8 +23,8 @@ std::string prefill_sm90_refusal(const Spec&, KernelKind, const std::string& arc
 Config default_prefill_sm90_config(const Spec&);
 
 // Shared memory of a config: the Q tile, `stages` K and V tiles (rows padded to 64 columns), the
-// barriers and 1 KiB to align the tiles.
-int prefill_sm90_smem_bytes(const Spec&, const Config&);
+// barriers (one more when paged) and 1 KiB to align the tiles.
+int prefill_sm90_smem_bytes(const Spec&, const Config&, KernelKind);
 
 // Throws NotSupportedYet (prefill_sm90_refusal) or BadConfig; fills the sm90 fields of `p`.
 void plan_prefill_sm90(const Spec&, KernelKind, const Config&, const ArchInfo&, KernelPlan& p);

@@ -230,7 +230,9 @@ class Attention:
         [total_q, Hq, 576], or q_nope [total_q, Hq, 512] with q_pe [total_q, Hq, 64]; kv_cache
         [num_blocks, page_size, 576] latent rows (V is the first 512 columns of each; page_size a
         multiple of 64); block_table int32 [batch, max_blocks], seqused_k int32 [batch]. softmax_scale
-        is the layer's (required: 1/sqrt(576) is not MLA's). Returns out [total_q, Hq, 512] (and lse)."""
+        is the layer's (required: 1/sqrt(576) is not MLA's). An fp8 cache (spec kv_cache.dtype fp8_*;
+        float8 or uint8 tensor) takes k_scale [1] and/or k_descale [batch, 1]: one latent cache, one
+        scale for K and V (vLLM's layer._k_scale). Returns out [total_q, Hq, 512] (and lse)."""
         c, qa = self._start("decode", q, extra, head_dim=512 if q_pe is not None else 576)
         parts = []
         if q_pe is not None:
@@ -240,7 +242,8 @@ class Attention:
             if pa.strides:
                 c.q_pe_row_stride, c.q_pe_head_stride = pa.strides[0], pa.strides[1]
             parts.append(pa)
-        ka = arg("kv_cache", kv_cache, "[num_blocks, page_size, 576]", self._dtypes())
+        ka = arg("kv_cache", kv_cache, "[num_blocks, page_size, 576]",
+                 _FP8_CACHE.get(self.spec["kv_cache_dtype"], self._dtypes()))
         expect_dim("kv_cache", ka, 2, 576, "latent row")
         c.k = ka.ptr
         strides = ka.strides or need("kv_strides", extra.pop("kv_strides", None), "(block, row) when kv_cache is a pointer")
@@ -249,6 +252,7 @@ class Attention:
                                                              "when kv_cache is a pointer"))
         c.page_size = ka.shape[1] if ka.shape else int(extra.pop("page_size", self.spec["page_size"]))
         parts += [ka] + self._page_table(c, block_table, seqused_k, extra)
+        parts += self._fp8_scales(c, extra, kv_heads=1)  # after the page table: k_descale is [batch, 1]
         self._decode_lengths(c, parts, cu_seqlens_q, max_seqlen_q, max_seqlen_k, num_splits, extra)
         return self._finish(c, qa, parts, out, lse, stream, softmax_scale, extra, head_dim_v=512)
 
@@ -330,9 +334,10 @@ class Attention:
         extra.pop("batch", None)
         return [bt, su]
 
-    def _fp8_scales(self, c, extra):
+    def _fp8_scales(self, c, extra, kv_heads=None):
         """fp8 caches: k_scale/v_scale fp32 [1] (per tensor) and FlashAttention-3's k_descale/v_descale
-        fp32 [batch, Hkv] (any strides, e.g. an .expand()), each optional (absent: 1)."""
+        fp32 [batch, Hkv] (any strides, e.g. an .expand()), each optional (absent: 1). kv_heads: Hkv
+        when it is not the spec's (MLA's one latent head)."""
         names = ("k_scale", "v_scale", "k_descale", "v_descale")
         given = {n: extra.pop(n) for n in names if extra.get(n) is not None}
         for n in names:
@@ -348,7 +353,7 @@ class Attention:
                 raise ValueError(f"{n} must be [1] (one per-tensor scale), got {tuple(a.shape)}")
             if a.shape and descale:
                 expect_dim(n, a, 0, c.batch, "requests")
-                expect_dim(n, a, 1, self.spec["num_kv_heads"], "kv heads")
+                expect_dim(n, a, 1, kv_heads or self.spec["num_kv_heads"], "kv heads")
                 setattr(c, n + "_batch_stride", a.strides[0])
                 setattr(c, n + "_head_stride", a.strides[1])
             setattr(c, n, a.ptr)

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <numeric>
 #include <string>
 
 #include "attnc/params/split_combine_shape.h"
@@ -43,7 +44,11 @@ void set_fp8_scales(AttentionParams& p, const KernelPlan& plan, const AttentionA
   }
   for (const float* f : {a.k_scale, a.v_scale, a.k_descale, a.v_descale})
     require(reinterpret_cast<std::uintptr_t>(f) % 4 == 0, "fp8 scales and descales must be 4-byte aligned fp32");
-  const long long hkv = plan.spec.num_kv_heads;
+  const long long hkv = plan.kv_heads();  // MLA: the one latent head
+  if (is_mla_decode(plan))
+    require(!a.v_scale && !a.v_descale,
+            "v_scale/v_descale given but mla_decode reads K and V from one latent cache with one scale: give k_scale "
+            "and/or k_descale [batch, 1]");
   auto stride = [](long long s, long long dflt) { return s == -1 ? dflt : s; };
   p.k_scale = a.k_scale;
   p.v_scale = a.v_scale;
@@ -165,27 +170,59 @@ TmaDescriptor tensor_map(const char* name, const void* base, int cols, int heads
   return d;
 }
 
+// A paged cache plane as (cols, page_size slots, heads, pages), boxes of 64 columns by `box_rows`
+// slots of one head and one page, 128-byte swizzle.
+TmaDescriptor paged_tensor_map(const char* name, const void* base, int cols, int heads, const AttentionArgs& a,
+                               long long head_stride, long long row_stride, long long block_stride, int box_rows) {
+  TensorMapView v;
+  v.base = base;
+  v.rank = 4;
+  v.dims[0] = cols, v.dims[1] = a.page_size, v.dims[2] = heads, v.dims[3] = a.num_blocks;
+  v.strides[1] = row_stride, v.strides[2] = head_stride, v.strides[3] = block_stride;
+  v.box[0] = 64, v.box[1] = box_rows, v.box[2] = 1, v.box[3] = 1;
+  const std::string problem = tensor_map_problem(v);
+  require(problem.empty(), "prefill_sm90 reads the paged ", name, " through TMA, which cannot take this view: ", problem);
+  const CUtensorMap map = encode_tensor_map(v, name);
+  TmaDescriptor d;
+  std::memcpy(&d, &map, sizeof d);
+  return d;
+}
+
 void set_tensor_maps(AttentionLaunch& l, const KernelPlan& plan, const AttentionArgs& a) {
   const AttentionParams& p = l.params;
   const Spec& s = plan.spec;
-  const int total_k = known_total_k(a);
-  require(total_k >= 0, "prefill_sm90 reads K and V through TMA and needs total_k (the rows of k and v)");
   const int bm = plan.config.block_m, bn = plan.config.block_n;
+  const int total_k = plan.paged ? 0 : known_total_k(a);
+  require(total_k >= 0, "prefill_sm90 reads K and V through TMA and needs total_k (the rows of k and v)");
   l.tensor_maps = true;
   l.maps.q = tensor_map("q", p.q, plan.head_dim, s.num_q_heads, a.total_q, p.q_head_stride, p.q_row_stride, bm);
+  if (plan.paged) {
+    // Boxes of gcd(page_size, block_n) rows never cross a page (PagedKvBoxes, prefill_sm90_paged.cuh).
+    const int box = std::gcd(a.page_size, bn);
+    l.maps.k = paged_tensor_map("k", p.k, plan.head_dim, s.num_kv_heads, a, p.k_head_stride, p.k_row_stride,
+                                p.k_block_stride, box);
+    l.maps.v = paged_tensor_map("v", p.v, plan.head_dim_v, s.num_kv_heads, a, p.v_head_stride, p.v_row_stride,
+                                p.v_block_stride, box);
+    return;
+  }
   l.maps.k = tensor_map("k", p.k, plan.head_dim, s.num_kv_heads, total_k, p.k_head_stride, p.k_row_stride, bn);
   l.maps.v = tensor_map("v", p.v, plan.head_dim_v, s.num_kv_heads, total_k, p.v_head_stride, p.v_row_stride, bn);
 }
 
 // mla_decode's map over the latent cache: (576 columns, page_size slots, pages), boxes of 64
-// columns by 64 slots of one page, 128-byte swizzle.
+// columns by 64 slots of one page, 128-byte swizzle. An fp8 cache is mapped as 16-bit pairs of
+// bytes (288 per row; strides are even: whole 16-byte chunks), unswizzled boxes of half a row
+// (144 pairs) by 64 slots: two boxes land a tile's bytes as rows of 288 (features/mla_fp8.cuh).
 void set_latent_cache_map(AttentionLaunch& l, const KernelPlan& plan, const AttentionArgs& a) {
+  const bool fp8 = plan.kv_cache != KvDType::same;
+  const int pair = fp8 ? 2 : 1;  // cache elements per 16-bit element of the map
   TensorMapView v;
   v.base = a.k;
   v.rank = 3;
-  v.dims[0] = plan.head_dim, v.dims[1] = a.page_size, v.dims[2] = a.num_blocks;
-  v.strides[1] = a.k_row_stride, v.strides[2] = a.k_block_stride;
-  v.box[0] = 64, v.box[1] = 64, v.box[2] = 1;
+  v.dims[0] = plan.head_dim / pair, v.dims[1] = a.page_size, v.dims[2] = a.num_blocks;
+  v.strides[1] = a.k_row_stride / pair, v.strides[2] = a.k_block_stride / pair;
+  v.box[0] = fp8 ? plan.head_dim / 4 : 64, v.box[1] = 64, v.box[2] = 1;
+  if (fp8) v.swizzle = CU_TENSOR_MAP_SWIZZLE_NONE;
   const std::string problem = tensor_map_problem(v);
   require(problem.empty(), "mla_decode reads the latent cache through TMA, which cannot take this view: ", problem);
   const CUtensorMap map = encode_tensor_map(v, "k");
@@ -347,7 +384,7 @@ AttentionLaunch prepare_attention(const KernelPlan& plan, const AttentionArgs& a
   l.grid.z = unsigned(blocks_z);
   l.block.x = unsigned(plan.threads);
   l.smem_bytes = plan.smem_bytes;
-  if (needs_total_k(plan)) set_tensor_maps(l, plan, a);
+  if (is_prefill_sm90(plan)) set_tensor_maps(l, plan, a);
   if (mla) set_latent_cache_map(l, plan, a);
   if (splits > 1) {
     l.combine = true;  // total_q >= 1 here, so the combine grid is not empty

@@ -119,7 +119,7 @@ using GridDims = Dim3;
 // (`<entry>_combine`) after it on the same stream.
 struct AttentionLaunch {
   AttentionParams params{};
-  AttentionTensorMaps maps{};  // prefill_sm90: its second kernel parameter
+  AttentionTensorMaps maps{};  // prefill_sm90 and mla_decode: their second kernel parameter
   bool tensor_maps = false;
   GridDims grid, block;
   int smem_bytes = 0;
@@ -140,7 +140,8 @@ inline int known_total_k(const AttentionArgs& a) {
   if (a.total_k >= 0) return a.total_k;
   return a.host && a.host->cu_seqlens_k ? a.host->cu_seqlens_k[a.batch] : -1;
 }
-inline bool needs_total_k(const KernelPlan& plan) { return plan.family == "prefill_sm90"; }
+inline bool is_prefill_sm90(const KernelPlan& plan) { return plan.family == "prefill_sm90"; }
+inline bool needs_total_k(const KernelPlan& plan) { return is_prefill_sm90(plan) && !plan.paged; }
 inline bool is_mla_decode(const KernelPlan& plan) { return plan.family == "mla_decode"; }
 
 }  // namespace attnc

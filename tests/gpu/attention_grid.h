@@ -1,7 +1,8 @@
 // The attention correctness grid: which kernels (spec x kind) and which calls (lengths, cache
 // layout, page-table form, page size, splits, ...) gpu_attention_grid_test runs. Decode cases run
 // on the arch's default family (decode_bw on sm_90) and again on decode_split (`_decode_split`);
-// contiguous prefill cases on prefill_sm80 and again on prefill_sm90 (`sm90_`, skipped off sm_90a).
+// prefill cases (contiguous, and paged over a 16-bit cache) on prefill_sm80 and again on
+// prefill_sm90 (`sm90_`, skipped off sm_90a).
 // Not the full cartesian product: every value of every axis appears, and the pairs that interact
 // (layout x form, layout x page size, form x column offset, decode variant x splits, features x
 // kinds) are covered by rotating the runtime axes over the cases; attention_grid_coverage_test
@@ -357,10 +358,12 @@ inline std::vector<GridCase> attention_grid() {
   }
   for (GridCase& c : head_dim_sweep()) out.push_back(std::move(c));
   for (GridCase& c : fp8_grid()) out.push_back(std::move(c));
-  // Every contiguous prefill case on both prefill families (prefill_sm90 skipped off sm_90a).
+  // Every prefill case on both prefill families (prefill_sm90 skipped off sm_90a), but fp8 caches,
+  // which prefill_sm90 refuses.
   const size_t n = out.size();
   for (size_t i = 0; i < n; ++i)
-    if (out[i].kind == KernelKind::prefill) {
+    if (out[i].kind == KernelKind::prefill ||
+        (out[i].kind == KernelKind::prefill_paged && out[i].spec.kv_cache.dtype == KvDType::same)) {
       out[i].family = "prefill_sm80";
       GridCase c = out[i];
       c.family = "prefill_sm90";

@@ -1,8 +1,8 @@
 // The attention grid (tests/gpu/attention_grid.h) on the GPU against the float64 reference:
 // contiguous prefill, paged prefill, decode with one token per request and with cu_query_lens,
 // every cache layout and page-table form, split-KV forced and heuristic, ALiBi, sinks, softcap,
-// windows, both LSE layouts and bases, bf16 and fp16; every contiguous prefill case on prefill_sm80
-// and again on prefill_sm90 (sm_90a devices). The kernels the selected tests need are
+// windows, both LSE layouts and bases, bf16 and fp16; every prefill case (contiguous, and paged
+// over a 16-bit cache) on prefill_sm80 and again on prefill_sm90 (sm_90a devices). The kernels the selected tests need are
 // compiled once, in parallel, before the first case; each case runs on two fresh random inputs
 // and prints one `RESULT` line per run. Spills are reported (SPILLS lines), not failed: register
 // tuning is separate work. Skips without a GPU.

@@ -4,7 +4,8 @@
 // LSE and split workspace, a poisoned cache whose unused slots are NaN): one and two query tokens
 // per request (causal between them), ragged KV lengths that are and are not multiples of 64 (empty
 // requests too), split-KV off, forced and heuristic, q_pe given apart, every page-table form, page
-// sizes 64 and 128. The ptxas report of every kernel is printed and must show no local memory.
+// sizes 64 and 128; fp8 e4m3 / e5m2 latent caches with a per-tensor scale, a [batch, 1] descale
+// or both (the reference reads the dequantised cache). The ptxas report of every kernel is printed and must show no local memory.
 // With ATTNC_MLA_BENCH=1 it also times the bench shapes (docs/kernels-mla-decode.md). Skips
 // without an sm_90a device (the compile-only test runs anywhere).
 #include <gtest/gtest.h>
@@ -32,7 +33,7 @@ namespace {
 const char* kArch = "sm_90a";
 
 // The shipped spec with `heads` query heads (128 is DeepSeek-V3 on one rank; TP8 gives 16).
-Spec deepseek(int heads, DType dtype = DType::bf16) {
+Spec deepseek(int heads, DType dtype = DType::bf16, KvDType cache = KvDType::same) {
   const char* root = std::getenv("ATTNC_SOURCE_DIR");  // the GPU machine's copy of the repository
   std::ifstream f(std::string(root ? root : ATTNC_SOURCE_DIR) + "/specs/deepseek-v3.yaml");
   std::stringstream text;
@@ -41,11 +42,12 @@ Spec deepseek(int heads, DType dtype = DType::bf16) {
   s.num_q_heads = heads;
   s.num_kv_heads = heads;  // prefill's MHA; decode reads the one latent head
   s.dtype = dtype;
+  s.kv_cache.dtype = cache;
   return s;
 }
 
-KernelPlan plan_for(int heads, DType dtype = DType::bf16) {
-  const Spec s = deepseek(heads, dtype);
+KernelPlan plan_for(int heads, DType dtype = DType::bf16, KvDType cache = KvDType::same) {
+  const Spec s = deepseek(heads, dtype, cache);
   return plan_kernel(s, KernelKind::decode, default_config(s, KernelKind::decode, kArch), kArch);
 }
 
@@ -62,6 +64,8 @@ class MlaDecode : public ::testing::Test {
     std::vector<KernelPlan> plans;
     for (int h : {16, 32, 64, 128}) plans.push_back(plan_for(h));
     plans.push_back(plan_for(64, DType::fp16));
+    for (int h : {16, 128}) plans.push_back(plan_for(h, DType::bf16, KvDType::fp8_e4m3));
+    plans.push_back(plan_for(64, DType::fp16, KvDType::fp8_e5m2));
     for (const KernelPlan& p : plans) sources.push_back(emit_kernel(p));
     CompileOptions options{kArch};
     options.timeout = std::chrono::minutes(5);
@@ -91,8 +95,8 @@ class MlaDecode : public ::testing::Test {
     device_.reset();
   }
 
-  static const Loaded* kernel(int heads, DType dtype = DType::bf16) {
-    const auto it = loaded_.find(emit_kernel(plan_for(heads, dtype)).entry);
+  static const Loaded* kernel(int heads, DType dtype = DType::bf16, KvDType cache = KvDType::same) {
+    const auto it = loaded_.find(emit_kernel(plan_for(heads, dtype, cache)).entry);
     return it == loaded_.end() ? nullptr : &it->second;
   }
 
@@ -120,7 +124,7 @@ std::unique_ptr<Device> MlaDecode::device_;
 std::map<std::string, Loaded> MlaDecode::loaded_;
 
 TEST_F(MlaDecode, CompilesWithoutLocalMemory) {
-  ASSERT_EQ(compiled_.size(), 5u);
+  ASSERT_EQ(compiled_.size(), 8u);
   for (const auto& [plan, k] : compiled_) {
     EXPECT_EQ(k.report.spill_stores, 0) << k.entry;
     EXPECT_EQ(k.report.spill_loads, 0) << k.entry;
@@ -172,6 +176,48 @@ TEST_F(MlaDecode, Fp16AndLongContext) {
   check(*kernel(128), c, "bf16_H128_long_mtp");
 }
 
+// fp8 latent caches: e4m3 under bf16 queries (H = 16 and 128), e5m2 under fp16 (H = 64); every
+// scale kind, one and two tokens, split off / forced / heuristic, q_pe apart, a NaN-poisoned tail.
+TEST_F(MlaDecode, Fp8LatentCache) {
+  if (!runnable()) GTEST_SKIP() << "needs an sm_90a device";
+  struct Case {
+    int heads;
+    DType dtype;
+    KvDType cache;
+    int tokens, splits;
+    Fp8Scales scales;
+  };
+  const Case cases[] = {
+      {16, DType::bf16, KvDType::fp8_e4m3, 1, 1, Fp8Scales::per_tensor},
+      {16, DType::bf16, KvDType::fp8_e4m3, 2, 3, Fp8Scales::descale},
+      {128, DType::bf16, KvDType::fp8_e4m3, 1, 0, Fp8Scales::both},
+      {128, DType::bf16, KvDType::fp8_e4m3, 2, 1, Fp8Scales::per_tensor},
+      {64, DType::fp16, KvDType::fp8_e5m2, 2, 0, Fp8Scales::both},
+  };
+  int turn = 0;
+  for (const Case& k : cases) {
+    AttentionCase c;
+    c.seqlens_k = {1, 63, 64, 65, 200, 1000, 0, 2049};
+    if (k.tokens == 2) {
+      c.seqlens_q = std::vector<int>(c.seqlens_k.size(), 2);
+      c.seqlens_q[6] = 0;
+    }
+    c.num_splits = k.splits;
+    c.page_size = turn % 2 ? 128 : 64;
+    c.num_blocks = 300;
+    c.softmax_scale = 0.1352f;
+    c.q_pe_apart = turn % 2 == 1;
+    c.fp8_scales = k.scales;
+    ++turn;
+    const Loaded* l = kernel(k.heads, k.dtype, k.cache);
+    ASSERT_NE(l, nullptr);
+    check(*l, c,
+          std::string("fp8_") + to_string(k.cache) + "_" + to_string(k.dtype) + "_H" + std::to_string(k.heads) + "_q" +
+              std::to_string(k.tokens) + "_s" + std::to_string(k.splits) + "_" + to_string(k.scales) +
+              (c.q_pe_apart ? "_qpe" : ""));
+  }
+}
+
 // A small case for compute-sanitizer (tools/gpu-check style): MTP, a split, a tail, an empty request.
 TEST_F(MlaDecode, SmallForMemcheck) {
   if (!runnable()) GTEST_SKIP() << "needs an sm_90a device";
@@ -183,6 +229,8 @@ TEST_F(MlaDecode, SmallForMemcheck) {
   c.num_splits = 3;
   c.softmax_scale = 0.1352f;
   for (int heads : {16, 128}) check(*kernel(heads), c, "memcheck_H" + std::to_string(heads));
+  for (int heads : {16, 128})
+    check(*kernel(heads, DType::bf16, KvDType::fp8_e4m3), c, "memcheck_fp8_H" + std::to_string(heads));
 }
 
 // Timings of the two bench shapes (no reference check); ATTNC_MLA_BENCH=1.
@@ -190,8 +238,11 @@ TEST_F(MlaDecode, Bench) {
   if (!runnable() || !std::getenv("ATTNC_MLA_BENCH")) GTEST_SKIP() << "ATTNC_MLA_BENCH=1 on an sm_90a device";
   struct Shape {
     int batch, length, heads;
+    KvDType cache;
   };
-  for (const Shape s : {Shape{128, 4096, 128}, Shape{64, 8192, 16}}) {
+  for (const Shape s : {Shape{128, 4096, 128, KvDType::same}, Shape{64, 8192, 16, KvDType::same},
+                        Shape{128, 4096, 128, KvDType::fp8_e4m3}, Shape{64, 8192, 16, KvDType::fp8_e4m3}}) {
+    const Loaded* k = kernel(s.heads, DType::bf16, s.cache);
     AttentionCase c;
     c.seqlens_k = std::vector<int>(s.batch, s.length);
     c.page_size = 64;
@@ -201,11 +252,12 @@ TEST_F(MlaDecode, Bench) {
     c.check = false;
     c.timing_reps = 20;
     c.num_sms = device_->sm_count();
-    const AttentionReport rep = check_attention(kernel(s.heads)->plan, *kernel(s.heads)->kernel,
-                                                &*kernel(s.heads)->combine, c);
-    const double bytes = double(s.batch) * s.length * 576 * 2;
-    std::printf("BENCH mla_decode B=%d L=%d H=%d splits=%d time=%.3f ms %.1f TFLOP/s %.2f TB/s\n", s.batch, s.length,
-                s.heads, rep.num_splits, rep.time_ms, rep.tflops, bytes / (rep.time_ms * 1e-3) / 1e12);
+    const AttentionReport rep = check_attention(k->plan, *k->kernel, &*k->combine, c);
+    const bool fp8 = s.cache != KvDType::same;
+    const double bytes = double(s.batch) * s.length * 576 * (fp8 ? 1 : 2);
+    std::printf("BENCH mla_decode %s B=%d L=%d H=%d splits=%d time=%.3f ms %.1f TFLOP/s %.2f TB/s\n",
+                fp8 ? "fp8e4m3" : "bf16", s.batch, s.length, s.heads, rep.num_splits, rep.time_ms, rep.tflops,
+                bytes / (rep.time_ms * 1e-3) / 1e12);
   }
 }
 

@@ -2,7 +2,9 @@
 // reference: fresh random inputs every run, poisoned outputs, ragged batches (q = 1 included, kv
 // longer than q, kv shorter than q so whole rows are masked), causal and not, 1/4/7 q heads per kv
 // head, head dims 64/128/256, bf16 and fp16, sliding windows, softcap, LSE in both layouts and
-// bases, several configs of each family. Skips without a GPU.
+// bases, several configs of each family; paged prefill (`paged_`) over page sizes below, equal to,
+// above and not dividing block_n, every cache layout and page-table form, on both families.
+// Skips without a GPU.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -25,6 +27,8 @@ struct Case {
   Spec spec;
   std::string config_json;  // overrides of the default config
   std::vector<int> lq, lk;
+  KernelKind kind = KernelKind::prefill;
+  AttentionCase paging;  // prefill_paged: layout, page-table form, page size
 };
 
 void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
@@ -81,6 +85,36 @@ std::vector<Case> cases() {
   out.push_back({"bf16_d64_m64w4n64s4", make_spec(DType::bf16, 64, 8, 2, kNoMask),
                  R"({"block_m":64,"warps":4,"block_n":64,"stages":4})", kRaggedQ, kRaggedK});
   out.push_back({"bf16_d128_long_4k", make_spec(DType::bf16, 128, 4, 1, kCausal), "", {2048}, {4096}});
+  // Paged (chunked prefill: kv = cached context + the new tokens). prefill_sm90's TMA boxes are
+  // gcd(page_size, block_n) rows: 16 (eight per d128 tile), 64, one whole 128 tile, half a 256
+  // page, and 48 (16-row boxes, pages straddling tiles); d256 tiles are 80 keys.
+  struct Paging {
+    int page_size;
+    KvCacheLayout layout;
+    PageTableForm form;
+  };
+  const Paging pagings[] = {{16, KvCacheLayout::vllm, PageTableForm::seqused_k},
+                            {64, KvCacheLayout::fork_hnd, PageTableForm::cu_seqlens_k},
+                            {128, KvCacheLayout::flashinfer_nhd, PageTableForm::flashinfer},
+                            {256, KvCacheLayout::flashinfer_hnd, PageTableForm::seqused_k},
+                            {48, KvCacheLayout::vllm, PageTableForm::flashinfer}};
+  int i = 0;
+  for (const Paging& pg : pagings)
+    for (int d : {128, 64, 256}) {
+      if (d != 128 && pg.page_size != 16 && pg.page_size != 48) continue;
+      const bool causal = i % 2 == 0;
+      Case c{"paged_bf16_d" + std::to_string(d) + "_bs" + std::to_string(pg.page_size) + "_" + to_string(pg.layout) +
+                 "_" + to_string(pg.form) + (causal ? "_causal" : "_nomask"),
+             make_spec(DType::bf16, d, 8, 2, causal ? kCausal : kNoMask), "", {1, 17, 130, 333, 800},
+             {700, 17, 1500, 333, 1000}};
+      c.kind = KernelKind::prefill_paged;
+      c.paging.page_size = pg.page_size;
+      c.paging.layout = pg.layout;
+      c.paging.page_table = pg.form;
+      c.paging.num_blocks = 1024;
+      out.push_back(c);
+      ++i;
+    }
   // The cases above are prefill_sm80's (its default tiles, or the knobs they name); every one with
   // the default tiles again on prefill_sm90, then prefill_sm90's own knobs.
   const size_t n = out.size();
@@ -123,10 +157,10 @@ std::unique_ptr<Device> GpuPrefill::device_;
 TEST_P(GpuPrefill, MatchesFloat64Reference) {
   if (!device_) GTEST_SKIP() << "no GPU: " << Driver::get().error();
   const Case& c = GetParam();
-  const Config config = config_for(c.spec, KernelKind::prefill, device_->arch(), c.config_json);
+  const Config config = config_for(c.spec, c.kind, device_->arch(), c.config_json);
   KernelPlan plan;
   try {
-    plan = plan_kernel(c.spec, KernelKind::prefill, config, device_->arch());
+    plan = plan_kernel(c.spec, c.kind, config, device_->arch());
   } catch (const NotSupportedYet& e) {
     GTEST_SKIP() << e.what();  // prefill_sm90 off sm_90a
   }
@@ -137,11 +171,11 @@ TEST_P(GpuPrefill, MatchesFloat64Reference) {
   const Kernel kernel = module.kernel(src.entry, plan.smem_bytes);
 
   for (int run = 0; run < 2; ++run) {  // two fresh inputs: a moving error would show a race
-    AttentionCase ac;
+    AttentionCase ac = c.paging;
     ac.seqlens_q = c.lq;
     ac.seqlens_k = c.lk;
     const AttentionReport rep = check_attention(plan, kernel, nullptr, ac);
-    std::printf("RESULT %-34s %-50s %s\n", c.name.c_str(), src.entry.c_str(), rep.summary().c_str());
+    std::printf("RESULT %-50s %-50s %s\n", c.name.c_str(), src.entry.c_str(), rep.summary().c_str());
     EXPECT_TRUE(rep.passed) << c.name << ": " << rep.summary();
     EXPECT_LT(rep.rel_l2_err, 1e-2) << c.name;
   }

@@ -21,14 +21,20 @@
 // shared memory, since a cache slot nobody wrote may hold NaN. Output: normalised O and LSE, or a
 // split's fp32 partial and base-2 LSE for SplitCombine (combine.cuh).
 //
+// An fp8 cache (kKvCache, features/mla_fp8.cuh): the ring holds each tile's bytes (36 KiB), and
+// each consumer converts its own 32 keys into one fp16 tile before its S; both products run in
+// fp16 (bf16 Q becomes fp16 scaled by a power of two per 16-row slab, QToF16). The cache's scale
+// (k_scale and / or k_descale: one for K and V, one latent cache) multiplies scores and output.
+//
 // Traits: Element, kHeadDim (576), kHeadDimV (512), kGroup (H, the q heads sharing the latent
-// head), kMask, kLse, kSinks (false), kStages.
+// head), kMask, kLse, kSinks (false), kStages, kKvCache.
 #pragma once
 
 #include "attnc/core/ptx.cuh"
 #include "attnc/features/block_range.cuh"
 #include "attnc/features/kv_source.cuh"
 #include "attnc/features/lse.cuh"
+#include "attnc/features/mla_fp8.cuh"
 #include "attnc/features/mask.cuh"
 #include "attnc/features/online_softmax.cuh"
 #include "attnc/params/params.h"
@@ -52,6 +58,9 @@ struct MlaDecode {
   static_assert(!T::kSinks, "sinks are refused for mla_decode by the planner");
   static_assert(STAGES >= 2, "at least double buffering");
   static_assert(kProducerRegs * kWarpgroupThreads + 2 * kConsumerRegs * kWarpgroupThreads <= 65536, "registers");
+  static constexpr bool kFp8 = T::kKvCache != kCacheSame;
+  using M = typename MmaElemOf<kFp8, E>::type;  // what the products read: fp16 over an fp8 cache
+  using Fp8Tile = MlaFp8Tile<BN, D>;
 
   using QTile = SwizzledTile<BM, D>;
   using KTile = SwizzledTile<BN, D>;
@@ -63,19 +72,26 @@ struct MlaDecode {
     float row_sum[2][BM];  // each consumer's sums, joined at the end
     u64 full[STAGES][KTile::kBlocks];  // per 64-column block, so S starts on the first one landed
     u64 empty[STAGES];
+    int q_exp[BM / 16];  // fp8: each 16-row slab's fp16 exponent (QToF16)
   };
-  static constexpr int kTileBytes = QTile::kBytes + STAGES * KTile::kBytes + PTile::kBytes;
+  // fp8: one 16-bit tile, then the ring of byte tiles after P.
+  static constexpr int kRingBytes = kFp8 ? KTile::kBytes + STAGES * Fp8Tile::kBytes : STAGES * KTile::kBytes;
+  static constexpr int kTileBytes = QTile::kBytes + kRingBytes + PTile::kBytes;
   static constexpr int kSmemBytes = 1024 + kTileBytes + int(sizeof(Shared));
 
-  // Named barriers (0 is __syncthreads): both consumers, after writing maxima / P.
-  static constexpr int kMaxBarrier = 1, kPBarrier = 2;
+  // Named barriers (0 is __syncthreads): both consumers, after writing maxima / P; fp8: one
+  // consumer's warps after converting its keys (kConvertBarrier + consumer).
+  static constexpr int kMaxBarrier = 1, kPBarrier = 2, kConvertBarrier = 3;
 
   struct Smem {
     u16* q;
     u16* k;
     u16* p;
     Shared* sh;
-    __device__ u16* stage(int s) const { return k + s * KTile::kElems; }
+    u8* fp8;  // the byte ring (fp8 caches)
+    // The 16-bit tile the products read for tile i's stage s (fp8: the one converted tile).
+    __device__ u16* stage(int s) const { return kFp8 ? k : k + s * KTile::kElems; }
+    __device__ u8* fp8_stage(int s) const { return fp8 + s * Fp8Tile::kBytes; }
   };
 
   struct Block {
@@ -113,8 +129,10 @@ struct MlaDecode {
     Block b;
     if (!setup(p, b)) return;
     u16* tiles = reinterpret_cast<u16*>(tma_aligned_smem(smem_raw));
-    Smem sm{tiles, tiles + QTile::kElems, tiles + QTile::kElems + STAGES * KTile::kElems,
-            reinterpret_cast<Shared*>(reinterpret_cast<unsigned char*>(tiles) + kTileBytes)};
+    u16* p_tile = tiles + QTile::kElems + (kFp8 ? KTile::kElems : STAGES * KTile::kElems);
+    Smem sm{tiles, tiles + QTile::kElems, p_tile,
+            reinterpret_cast<Shared*>(reinterpret_cast<unsigned char*>(tiles) + kTileBytes),
+            reinterpret_cast<u8*>(p_tile + PTile::kElems)};
     if (threadIdx.x == 0) {
       for (int s = 0; s < STAGES; ++s) {
         for (int c = 0; c < KTile::kBlocks; ++c) mbar_init(&sm.sh->full[s][c], 1);
@@ -144,10 +162,17 @@ struct MlaDecode {
       const int n0 = b.n_begin + i * BN, lp = n0 / b.page_size;
       const int page = b.pages[lp], slot = n0 - lp * b.page_size;
       mbar_wait(&sm.sh->empty[s], ((i / STAGES) & 1) ^ 1);
+      if constexpr (kFp8) {  // the tile's bytes: two boxes of half a row, one barrier
+        u8* dst = sm.fp8_stage(s);
+        mbar_arrive_expect_tx(&sm.sh->full[s][0], Fp8Tile::kBytes);
+        tma_load_3d(dst, &maps.k, &sm.sh->full[s][0], 0, slot, page);
+        tma_load_3d(dst + BN * Fp8Tile::kHalf, &maps.k, &sm.sh->full[s][0], Fp8Tile::kBoxCols16, slot, page);
+      } else {
 #pragma unroll
-      for (int c = 0; c < KTile::kBlocks; ++c) {
-        mbar_arrive_expect_tx(&sm.sh->full[s][c], KTile::kBlockBytes);
-        tma_load_3d(sm.stage(s) + c * BN * 64, &maps.k, &sm.sh->full[s][c], c * 64, slot, page);
+        for (int c = 0; c < KTile::kBlocks; ++c) {
+          mbar_arrive_expect_tx(&sm.sh->full[s][c], KTile::kBlockBytes);
+          tma_load_3d(sm.stage(s) + c * BN * 64, &maps.k, &sm.sh->full[s][c], c * 64, slot, page);
+        }
       }
     }
   }
@@ -189,6 +214,7 @@ struct MlaDecode {
     u32 q_addr, p_addr;
     float o[DVH / 8][4];
     float row_max[2], row_sum[2];
+    float score_mul, out_mul;  // scale_log2 (times the fp8 dequantisation and Q's 2^s); the output's factor
   };
 
   // S_c = Q K[32c .. 32c + 32)^T of tile i, each 64-column block as soon as it has landed;
@@ -196,7 +222,7 @@ struct MlaDecode {
   // consumers (which meet at a named barrier).
   __device__ static void issue_qk(float (&s)[NH / 8][4], const Block& b, const Smem& sm, const Consumer& t, int i) {
     const int st = i % STAGES, n0 = b.n_begin + i * BN, parity = (i / STAGES) & 1;
-    if (n0 + BN > b.sk) {
+    if (!kFp8 && n0 + BN > b.sk) {
       for (int blk = 0; blk < kVBlocks; ++blk) mbar_wait(&sm.sh->full[st][blk], parity);
       zero_tail(sm.stage(st), b.sk - n0);
       fence_proxy_async_shared();
@@ -204,10 +230,14 @@ struct MlaDecode {
     }
     const u32 k_addr = smem_u32(sm.stage(st));
     wgmma_fence();
+    if constexpr (kFp8) {
+      issue_qk_fp8(s, b, sm, t, i, k_addr);
+    } else {
 #pragma unroll
-    for (int kk = 0; kk < KSTEPS; ++kk) {
-      if (kk % 4 == 0) mbar_wait(&sm.sh->full[st][kk / 4], parity);  // at once where the tail waited
-      wgmma_ss<E, NH, 0>(s, QTile::desc_k_major(t.q_addr, 0, kk), KTile::desc_k_major(k_addr, NH * t.c, kk), kk > 0);
+      for (int kk = 0; kk < KSTEPS; ++kk) {
+        if (kk % 4 == 0) mbar_wait(&sm.sh->full[st][kk / 4], parity);  // at once where the tail waited
+        wgmma_ss<M, NH, 0>(s, QTile::desc_k_major(t.q_addr, 0, kk), KTile::desc_k_major(k_addr, NH * t.c, kk), kk > 0);
+      }
     }
     wgmma_commit();
   }
@@ -228,7 +258,7 @@ struct MlaDecode {
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const int r = e / 2, key = n0 + NH * t.c + n * 8 + t.col0 + (e & 1);
-        x[n][e] = s[n][e] * p.scale_log2;
+        x[n][e] = s[n][e] * t.score_mul;
         if (needs_mask && (key >= b.sk || !mask.allowed(t.tok[r], key))) x[n][e] = neg_inf();
         mx[r] = fmaxf(mx[r], x[n][e]);
       }
@@ -258,8 +288,8 @@ struct MlaDecode {
 #pragma unroll
     for (int n = 0; n < NH / 8; ++n) {
       const int col = NH * t.c + n * 8 + t.col0;
-      *reinterpret_cast<u32*>(sm.p + PTile::offset(t.row0, col)) = pack2<E>(x[n][0], x[n][1]);
-      *reinterpret_cast<u32*>(sm.p + PTile::offset(t.row0 + 8, col)) = pack2<E>(x[n][2], x[n][3]);
+      *reinterpret_cast<u32*>(sm.p + PTile::offset(t.row0, col)) = pack2<M>(x[n][0], x[n][1]);
+      *reinterpret_cast<u32*>(sm.p + PTile::offset(t.row0 + 8, col)) = pack2<M>(x[n][2], x[n][3]);
     }
     fence_proxy_async_shared();
     OnlineSoftmax<2>::rescale_o(t.o, rescale);
@@ -273,12 +303,51 @@ struct MlaDecode {
     wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < BN / 16; ++kk)
-      wgmma_ss<E, DVH, 1>(t.o, PTile::desc_k_major(t.p_addr, 0, kk), KTile::desc_mn_major(v_addr, kk), true);
+      wgmma_ss<M, DVH, 1>(t.o, PTile::desc_k_major(t.p_addr, 0, kk), KTile::desc_mn_major(v_addr, kk), true);
     wgmma_commit();
   }
 
   __device__ static void release(const Smem& sm, const Consumer& t, int i) {
     if (t.lane == 0) mbar_arrive(&sm.sh->empty[i % STAGES]);
+  }
+
+  // fp8: S_c of tile i. Once both consumers are done with tile i - 1 (their P V waited: the fp16
+  // tile is free), consumer c converts its own keys [32c, 32c + 32) (S_c reads no others): nine
+  // independent 16-byte chunks per thread, then one barrier of its warpgroup and the 36 k16 steps.
+  // (Converting a 64-column block at a time with its steps behind it was slower: the conversion is
+  // bound by its own cvt and shared-memory throughput, kernels-mla-decode.md.) The byte stage goes
+  // back to the producer at once; the other consumer's keys (V rows for P V) are converted by the
+  // time both meet at the P barrier.
+  __device__ static void issue_qk_fp8(float (&s)[NH / 8][4], const Block& b, const Smem& sm, const Consumer& t,
+                                      int i, u32 k_addr) {
+    const int st = i % STAGES, n0 = b.n_begin + i * BN, tid = threadIdx.x % kWarpgroupThreads;
+    const int row = NH * t.c + tid / 4, group = tid % 4;  // the thread's key and 16-column group of a block
+    const bool keep = n0 + row < b.sk;
+    const u8* stage = sm.fp8_stage(st);
+    mbar_wait(&sm.sh->full[st][0], (i / STAGES) & 1);
+#pragma unroll
+    for (int blk = 0; blk < KTile::kBlocks; ++blk)
+      Fp8Tile::template convert_chunk<KTile, T::kKvCache>(stage, sm.k, row, 4 * blk + group, keep);
+    fence_proxy_async_shared();
+    named_barrier_sync(kConvertBarrier + t.c, kWarpgroupThreads);
+#pragma unroll
+    for (int kk = 0; kk < KSTEPS; ++kk)
+      wgmma_ss<M, NH, 0>(s, QTile::desc_k_major(t.q_addr, 0, kk), KTile::desc_k_major(k_addr, NH * t.c, kk), kk > 0);
+    __syncwarp();
+    release(sm, t, i);
+  }
+
+  // fp8 with bf16 queries: Q to fp16, each 16-row slab scaled by its own 2^-s (warp w of consumer 0
+  // takes slab w); every thread's rows lie in its warp's slab, so 2^s joins its score factor.
+  // Called between two consumer barriers.
+  __device__ static void q_to_f16(const Smem& sm, const Consumer& t) {
+    using Q16 = QToF16<QTile, D>;
+    const int warp = (threadIdx.x / 32) % 4;
+    if (t.c == 0) {
+      const int e = Q16::exponent(warp_max(Q16::amax(sm.q, 16 * warp, t.lane, 32)));
+      Q16::convert(sm.q, 16 * warp, t.lane, 32, e);
+      if (t.lane == 0) sm.sh->q_exp[warp] = e;
+    }
   }
 
   __device__ static void compute(const AttentionParams& p, const Block& b, const Smem& sm, int c) {
@@ -292,6 +361,9 @@ struct MlaDecode {
     t.tok[1] = token_of(t.row0 + 8, b);
     t.q_addr = smem_u32(sm.q);
     t.p_addr = smem_u32(sm.p);
+    const KvDequant dq = kFp8 ? KvDequant(p, b.seq, 0) : KvDequant();  // one latent cache: K's factor serves V
+    t.score_mul = p.scale_log2 * dq.k;
+    t.out_mul = dq.k;
 #pragma unroll
     for (int i = 0; i < DVH / 8; ++i)
 #pragma unroll
@@ -299,14 +371,21 @@ struct MlaDecode {
     for (int r = 0; r < 2; ++r) t.row_max[r] = neg_inf(), t.row_sum[r] = 0.f;
 
     load_q(p, b, sm);
+    if constexpr (kFp8 && !is_same<E, fp16_t>::value) {
+      named_barrier_sync(kPBarrier, kConsumers);
+      q_to_f16(sm, t);
+    }
     fence_proxy_async_shared();
     named_barrier_sync(kPBarrier, kConsumers);
+    if constexpr (kFp8 && !is_same<E, fp16_t>::value)
+      t.score_mul *= QToF16<QTile, D>::pow2(sm.sh->q_exp[(threadIdx.x / 32) % 4]);
 
     float s[NH / 8][4];
     const int n = b.n_tiles;
     // One product at a time, each waited: a wgmma group in flight across the softmax or the next
     // tile's mbarrier waits makes ptxas serialise every wgmma (C7514 / C7515; kernels-mla-decode.md).
     for (int i = 0; i < b.n_tiles; ++i) {
+      if (kFp8 && i > 0) named_barrier_sync(kMaxBarrier, kConsumers);  // fp8: the fp16 tile is free
       issue_qk(s, b, sm, t, i);
       wgmma_wait<0>();
       fence_operand(s);
@@ -314,7 +393,7 @@ struct MlaDecode {
       issue_pv(sm, t, i);
       wgmma_wait<0>();
       fence_operand(t.o);
-      release(sm, t, i);
+      if constexpr (!kFp8) release(sm, t, i);
     }
     store(p, b, sm, t);
   }
@@ -341,7 +420,7 @@ struct MlaDecode {
       const int row = row0 + 8 * r;
       if (row >= b.rows_here) continue;
       const Lse2 total{row_max[r], sum[r] + sm.sh->row_sum[c ^ 1][row]};
-      const float inv = total.sum > 0.f ? 1.f / total.sum : 0.f;
+      const float inv = total.sum > 0.f ? t.out_mul / total.sum : 0.f;
       const long long token = b.q_begin + token_of(row, b);
       const int head = head_of(row, b);
       if (partial) {

@@ -21,11 +21,15 @@
 // Block-sparse traits (`Sparse`, features/block_sparse.cuh): the producer and the consumers walk the
 // same list of visible key tiles (Sparse::Tiles), so a skipped tile is never loaded nor computed.
 //
+// Paged K/V (kPaged, prefill_sm90_paged.cuh): a producer warp loads each tile as one TMA box per
+// page (or part of a page), and the last tile's V rows past the request's end are zeroed before
+// the consumers read it (barrier v_tail).
+//
 // Traits (written by the emitter) supply:
 //   Element (bf16_t | fp16_t), kHeadDim, kHeadDimV (multiples of 8, <= 256, Dv's 64-column blocks
 //   no more than D's), kGroup, kBlockM (= 64 * kConsumerWarpgroups), kBlockN, kStages,
 //   kConsumerWarpgroups (2 or 3), kPingpong, kMask (MaskKind), kSoftcap, kAlibi (Alibi), kSinks,
-//   kLse (LseOut).
+//   kLse (LseOut), kPaged.
 #pragma once
 
 #include "attnc/features/alibi.cuh"
@@ -36,6 +40,7 @@
 #include "attnc/features/mask.cuh"
 #include "attnc/features/online_softmax.cuh"
 #include "attnc/features/score.cuh"
+#include "attnc/families/prefill_sm90_paged.cuh"
 #include "attnc/params/params.h"
 #include "attnc/core/ptx.cuh"
 #include "attnc/sm90/mbarrier.cuh"
@@ -55,17 +60,23 @@ struct PrefillSm90 {
   static constexpr int W = T::kConsumerWarpgroups, BM = 64 * W, BN = T::kBlockN, STAGES = T::kStages;
   static constexpr int kThreads = (W + 1) * kWarpgroupThreads;
   static constexpr bool kPingpong = T::kPingpong && W > 1;
+  static constexpr bool kPaged = T::kPaged;
   // Registers per thread after setmaxnreg: the producer keeps few, the consumers take the rest of
-  // the 64K register file.
-  static constexpr int kProducerRegs = W == 2 ? 24 : 32;
-  static constexpr int kConsumerRegs = W == 2 ? 240 : 160;
+  // what the block was launched with (kLaunchRegs: setmaxnreg.inc draws on the block's own
+  // registers, so a sum above it never completes). The paged producer warp holds its boxes' pages
+  // and spills in 24, so at W = 2 it takes 32 and its consumers 232.
+  static constexpr int kProducerRegs = W == 2 && !kPaged ? 24 : 32;
+  static constexpr int kConsumerRegs = W == 2 ? (kPaged ? 232 : 240) : 160;
   static_assert(T::kBlockM == BM, "each consumer warpgroup owns 64 rows");
   static_assert(W == 2 || W == 3, "two or three consumer warpgroups");
   static_assert(D % 8 == 0 && DV % 8 == 0 && D <= 256 && DV <= 256, "rows of whole 16-byte chunks, n <= 256");
   static_assert(BN % 16 == 0 && BN <= 256, "key tiles of whole k16 steps");
   static_assert(STAGES >= 2, "at least double buffering");
-  static_assert(kProducerRegs * kWarpgroupThreads + kConsumerRegs * W * kWarpgroupThreads <= 65536,
-                "the register file");
+  // The block's registers at launch (__launch_bounds__(kThreads, 1): 65536 / kThreads per thread,
+  // rounded down to a multiple of 8).
+  static constexpr int kLaunchRegs = 65536 / kThreads / 8 * 8 * kThreads;
+  static_assert(kProducerRegs * kWarpgroupThreads + kConsumerRegs * W * kWarpgroupThreads <= kLaunchRegs,
+                "setmaxnreg: the warpgroups share the registers the block was launched with");
 
   using QTile = SwizzledTile<BM, D>;
   using KTile = SwizzledTile<BN, D>;
@@ -91,7 +102,8 @@ struct PrefillSm90 {
     u64 k_full[STAGES], k_empty[STAGES], v_full[STAGES], v_empty[STAGES];
   };
   static constexpr int kTileBytes = QTile::kBytes + STAGES * (KTile::kBytes + VTile::kBytes);
-  static constexpr int kSmemBytes = 1024 + kTileBytes + int(sizeof(Barriers));
+  // Paged: one more barrier after them, v_tail (the last V tile with its rows past the end zeroed).
+  static constexpr int kSmemBytes = 1024 + kTileBytes + int(sizeof(Barriers)) + (kPaged ? 8 : 0);
 
   // Named barriers: 0 is __syncthreads; 1..W pass the GEMM-issue token; W+1..2W are each consumer
   // warpgroup's own.
@@ -102,6 +114,7 @@ struct PrefillSm90 {
     u16* k;
     u16* v;
     Barriers* bar;
+    __device__ u64* v_tail() const { return reinterpret_cast<u64*>(bar + 1); }
     __device__ u16* k_stage(int s) const { return k + s * KTile::kElems; }
     __device__ u16* v_stage(int s) const { return v + s * VTile::kElems; }
   };
@@ -121,8 +134,13 @@ struct PrefillSm90 {
     const int m_block = T::kMask == MaskKind::causal ? gridDim.x - 1 - blockIdx.x : blockIdx.x;
     b.q_begin = p.cu_seqlens_q[b.seq];
     b.sq = p.cu_seqlens_q[b.seq + 1] - b.q_begin;
-    b.k_begin = p.cu_seqlens_k[b.seq];
-    b.sk = p.cu_seqlens_k[b.seq + 1] - b.k_begin;
+    if constexpr (kPaged) {
+      b.k_begin = 0;
+      b.sk = PagedKvBoxes<BN>(p, b.seq).sk;
+    } else {
+      b.k_begin = p.cu_seqlens_k[b.seq];
+      b.sk = p.cu_seqlens_k[b.seq + 1] - b.k_begin;
+    }
     b.m0 = m_block * BM;
     if (b.m0 >= b.sq) return false;
     b.rows_here = min(BM, b.sq - b.m0);
@@ -152,6 +170,7 @@ struct PrefillSm90 {
         mbar_init(&sm.bar->k_empty[s], 4 * W);  // one arrival per consumer warp
         mbar_init(&sm.bar->v_empty[s], 4 * W);
       }
+      if constexpr (kPaged) mbar_init(sm.v_tail(), 1);
       mbar_fence_init();
     }
     __syncthreads();
@@ -159,7 +178,11 @@ struct PrefillSm90 {
     const int wg = warpgroup_index();
     if (wg == 0) {
       warpgroup_reg_dealloc<kProducerRegs>();
-      if (threadIdx.x == 0) load(p, maps, b, sm);
+      if constexpr (kPaged) {
+        if (threadIdx.x < 32) load_paged(p, maps, b, sm);
+      } else {
+        if (threadIdx.x == 0) load(maps, b, sm);
+      }
     } else {
       warpgroup_reg_alloc<kConsumerRegs>();
       compute(p, b, sm, wg - 1);
@@ -175,8 +198,8 @@ struct PrefillSm90 {
 
   // ---- producer -----------------------------------------------------------------------------
 
-  __device__ static void load(const AttentionParams& p, const AttentionTensorMaps& maps, const Block& b,
-                              const Smem& sm) {
+  // The Q tile, by one thread.
+  __device__ static void load_q(const AttentionTensorMaps& maps, const Block& b, const Smem& sm) {
     tma_prefetch_descriptor(&maps.q);
     tma_prefetch_descriptor(&maps.k);
     tma_prefetch_descriptor(&maps.v);
@@ -184,6 +207,10 @@ struct PrefillSm90 {
 #pragma unroll
     for (int c = 0; c < QTile::kBlocks; ++c)
       tma_load_3d(sm.q + c * BM * 64, &maps.q, &sm.bar->q_full, c * 64, b.head, b.q_begin + b.m0);
+  }
+
+  __device__ static void load(const AttentionTensorMaps& maps, const Block& b, const Smem& sm) {
+    load_q(maps, b, sm);
 
     auto load_tile = [&](const TmaDescriptor* map, u16* dst, u64* full, u64* empty, int blocks, int tile_elems,
                          int tile_bytes, int rows, int i, int tile) {
@@ -210,6 +237,53 @@ struct PrefillSm90 {
       v_tile = k_tile;
     }
   }
+
+  // Paged K/V, by one warp: lane j issues box j of each tile (the pages of a tile are read in one
+  // go, before the stage is free). V of tile i reuses the pages K of tile i found.
+  __device__ static void load_paged(const AttentionParams& p, const AttentionTensorMaps& maps, const Block& b,
+                                    const Smem& sm) {
+    const int lane = threadIdx.x % 32;
+    if (lane == 0) load_q(maps, b, sm);
+    if (b.n_tiles == 0) return;
+    const PagedKvBoxes<BN> boxes(p, b.seq);
+    auto load_tile = [&](const TmaDescriptor* map, u16* dst, u64* full, u64* empty, int blocks, int tile_elems, int i,
+                         int tile, int page, int slot) {
+      const int s = i % STAGES;
+      if (lane == 0) {
+        mbar_wait(&empty[s], ((i / STAGES) & 1) ^ 1);
+        mbar_arrive_expect_tx(&full[s], boxes.loaded_bytes(tile * BN, blocks));
+      }
+      __syncwarp();
+      load_paged_box<BN>(dst + s * tile_elems, map, &full[s], blocks, b.kv_head, boxes.rows, page, slot, lane);
+    };
+    int k_tile = tile_at(b, 0, 0), k_page, k_slot;
+    boxes.locate(k_tile * BN, lane, k_page, k_slot);
+    load_tile(&maps.k, sm.k, sm.bar->k_full, sm.bar->k_empty, KTile::kBlocks, KTile::kElems, 0, k_tile, k_page, k_slot);
+    for (int i = 0; i < b.n_tiles; ++i) {
+      const int v_tile = k_tile, v_page = k_page, v_slot = k_slot;
+      if (i + 1 < b.n_tiles) {
+        k_tile = tile_at(b, i + 1, k_tile);
+        boxes.locate(k_tile * BN, lane, k_page, k_slot);
+        load_tile(&maps.k, sm.k, sm.bar->k_full, sm.bar->k_empty, KTile::kBlocks, KTile::kElems, i + 1, k_tile, k_page,
+                  k_slot);
+      }
+      load_tile(&maps.v, sm.v, sm.bar->v_full, sm.bar->v_empty, VTile::kBlocks, VTile::kElems, i, v_tile, v_page,
+                v_slot);
+    }
+    // The last tile (k_tile now) is the only one that can reach past the request's end.
+    if (tail_tile(b, k_tile)) {
+      const int last = b.n_tiles - 1, s = last % STAGES;
+      mbar_wait(&sm.bar->v_full[s], (last / STAGES) & 1);
+      zero_tile_rows<BN>(sm.v_stage(s), VTile::kBlocks, b.sk - k_tile * BN, lane);
+      fence_proxy_async_shared();  // the zeros, written by ordinary stores, are read by wgmma
+      __syncwarp();
+      if (lane == 0) mbar_arrive(sm.v_tail());
+    }
+  }
+
+  // Whether the block's last key tile reaches past the request's end (paged: its V rows there are
+  // zeroed and handed over on v_tail).
+  __device__ static bool tail_tile(const Block& b, int last_tile) { return kPaged && (last_tile + 1) * BN > b.sk; }
 
   // ---- consumers ----------------------------------------------------------------------------
 
@@ -323,7 +397,8 @@ struct PrefillSm90 {
       }
 
       const int last = (b.n_tiles - 1) % STAGES;
-      mbar_wait(&sm.bar->v_full[last], ((b.n_tiles - 1) / STAGES) & 1);
+      if (tail_tile(b, tile)) mbar_wait(sm.v_tail(), 0);
+      else mbar_wait(&sm.bar->v_full[last], ((b.n_tiles - 1) / STAGES) & 1);
       fence_operand(o);
       wgmma_fence();
       issue_pv(o, pf, sm, last);

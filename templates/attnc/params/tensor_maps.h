@@ -10,7 +10,9 @@ struct alignas(64) TmaDescriptor {
 
 // prefill_sm90's second kernel parameter (after AttentionParams): q as (D, Hq, total_q),
 // k as (D, Hkv, total_k), v as (Dv, Hkv, total_k), innermost first, boxes of 64 columns by one
-// head by the block's rows (q) or keys (k, v), 128-byte swizzle.
+// head by the block's rows (q) or keys (k, v), 128-byte swizzle. Paged K/V: k and v over the cache
+// planes as (D or Dv, page_size slots, Hkv, pages), boxes of 64 columns by gcd(page_size, block_n)
+// slots of one head and page. mla_decode: k over the latent cache.
 struct AttentionTensorMaps {
   TmaDescriptor q, k, v;
 };

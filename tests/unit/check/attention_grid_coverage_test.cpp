@@ -156,9 +156,10 @@ TEST(AttentionGrid, EveryKernelPlansAndCasesAreBounded) {
   }
   std::printf("grid: %zu cases, %zu kernels, %.3g reference flops per run of every case\n", names.size(),
               entries.size(), flops);
-  // Contiguous prefill runs on both prefill families: ~35 of them are prefill_sm90 (~1 s each); the
-  // fp8 KV cases add 16 (measured: the grid's 119 decode and fp8 cases compile and run in 26 s).
-  EXPECT_LT(entries.size(), 150u) << "compile time (in parallel on the GPU host: ~0.6-1 s a kernel over 16 cores)";
+  // Prefill runs on both prefill families: ~35 contiguous prefill_sm90 kernels (~1 s each) and 10
+  // paged ones (measured: compiled in 2.4 s together); the fp8 KV cases add 16 (measured: the
+  // grid's 119 decode and fp8 cases compile and run in 26 s).
+  EXPECT_LT(entries.size(), 165u) << "compile time (in parallel on the GPU host: ~0.6-1 s a kernel over 16 cores)";
   EXPECT_LT(flops, 2e11) << "the float64 reference runs twice per case on the GPU host's 16 cores";
 }
 

@@ -26,7 +26,7 @@ TEST(PlanDecodeBw, IsTheDecodeDefaultOnSm90AndDecodeSplitElsewhere) {
   for (const char* arch : {"sm_80", "sm_86", "sm_89"})
     EXPECT_EQ(default_config(llama(), KernelKind::decode, arch).family, "decode_split") << arch;
   EXPECT_EQ(default_config(llama(), KernelKind::prefill, "sm_90a").family, "prefill_sm90");
-  EXPECT_EQ(default_config(llama(), KernelKind::prefill_paged, "sm_90a").family, "prefill_sm80");
+  EXPECT_EQ(default_config(llama(), KernelKind::prefill_paged, "sm_90a").family, "prefill_sm90");
 }
 
 TEST(PlanDecodeBw, SharedMemoryIsQThenEachWarpsStagesOrTheMergeAndStats) {

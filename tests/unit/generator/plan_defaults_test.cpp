@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "generator/plan/plan_attention.h"
+#include "generator/plan/plan_prefill_sm90.h"
 
 namespace attnc {
 namespace {
@@ -32,6 +33,30 @@ TEST(PlanDefaults, WideWindowsAndUnboundedSidesKeepTheFamilyDefault) {
   EXPECT_EQ(default_config(windowed(4095, 0), KernelKind::prefill, "sm_90a").family, "prefill_sm90");
   EXPECT_EQ(default_config(windowed(128, 128), KernelKind::prefill, "sm_90a").family, "prefill_sm90");
   EXPECT_EQ(default_config(windowed(127, -1), KernelKind::prefill, "sm_90a").family, "prefill_sm90");
+}
+
+// Paged prefill over a 16-bit cache is prefill_sm90's on sm_90a (TMA per page): the contiguous
+// kernel's tiles, one barrier more, its own name; an fp8 cache stays on prefill_sm80, with the reason.
+TEST(PlanDefaults, PagedPrefillIsPrefillSm90OnSm90a) {
+  Spec s = windowed(-1, 0);  // causal
+  s.head_dim = s.head_dim_v = 128;
+  const Config c = default_config(s, KernelKind::prefill_paged, "sm_90a");
+  EXPECT_EQ(c, default_config(s, KernelKind::prefill, "sm_90a"));
+  ASSERT_EQ(c.family, "prefill_sm90");
+  const KernelPlan paged = plan_kernel(s, KernelKind::prefill_paged, c, "sm_90a");
+  const KernelPlan contiguous = plan_kernel(s, KernelKind::prefill, c, "sm_90a");
+  EXPECT_TRUE(paged.paged);
+  EXPECT_EQ(paged.smem_bytes, contiguous.smem_bytes + 8);
+  EXPECT_EQ(paged.threads, 384);
+  EXPECT_NE(paged.variant_name().find("_paged_"), std::string::npos) << paged.variant_name();
+  EXPECT_EQ(contiguous.variant_name().find("_paged"), std::string::npos) << contiguous.variant_name();
+  EXPECT_EQ(default_config(s, KernelKind::prefill_paged, "sm_80").family, "prefill_sm80");
+
+  s.kv_cache.dtype = KvDType::fp8_e4m3;
+  EXPECT_EQ(default_config(s, KernelKind::prefill_paged, "sm_90a").family, "prefill_sm80");
+  EXPECT_EQ(prefill_sm90_refusal(s, KernelKind::prefill_paged, "sm_90a"),
+            "prefill_sm90 reads 16-bit paged caches; a fp8_e4m3 cache stays on prefill_sm80");
+  EXPECT_EQ(prefill_sm90_refusal(s, KernelKind::prefill, "sm_90a"), "");  // contiguous K/V: the model's dtype
 }
 
 TEST(PlanDefaults, TheSpecsFamilyListIsHonoured) {

@@ -42,20 +42,40 @@ TEST(PlanMlaDecode, IsTheDecodeOfAnMlaSpec) {
   EXPECT_TRUE(p.paged && p.pack_gqa && p.split_kv);
   EXPECT_EQ(p.threads, 384);
   // 1 KiB alignment slack, Q 64 x 576, two 64 x 576 tiles, P 64 x 64 (all 2 bytes), then two
-  // consumers' row maxima and sums, per stage nine full barriers (one per 64 columns) and an empty one.
-  EXPECT_EQ(p.smem_bytes, 1024 + 2 * (64 * 576 + 2 * 64 * 576 + 64 * 64) + 4 * 4 * 64 + 8 * 10 * 2);
+  // consumers' row maxima and sums, per stage nine full barriers (one per 64 columns) and an empty
+  // one, four slab exponents.
+  EXPECT_EQ(p.smem_bytes, 1024 + 2 * (64 * 576 + 2 * 64 * 576 + 64 * 64) + 4 * 4 * 64 + 8 * 10 * 2 + 16);
   EXPECT_EQ(p.variant_name(), "mla_decode_bf16_d576v512_g128_causal_lse_m64n64w12s2");
   // Prefill of the same spec stays MHA at 192 / 128.
   EXPECT_NE(default_config(s, KernelKind::prefill, "sm_90a").family, "mla_decode");
+}
+
+// An fp8 latent cache: the byte ring (two 36 KiB stages) beside one 16-bit tile, the same config.
+TEST(PlanMlaDecode, PlansAnFp8LatentCache) {
+  for (KvDType d : {KvDType::fp8_e4m3, KvDType::fp8_e5m2}) {
+    Spec s = deepseek();
+    s.kv_cache.dtype = d;
+    const Config c = default_config(s, KernelKind::decode, "sm_90a");
+    EXPECT_EQ(c.family, "mla_decode");
+    const KernelPlan p = plan_kernel(s, KernelKind::decode, c, "sm_90a");
+    EXPECT_EQ(p.kv_cache, d);
+    EXPECT_EQ(p.smem_bytes, 1024 + 2 * (64 * 576 + 64 * 576 + 64 * 64) + 2 * 64 * 576 + 4 * 4 * 64 + 8 * 10 * 2 + 16);
+    const KernelSource k = emit_kernel(p);
+    EXPECT_NE(k.source.find(d == KvDType::fp8_e4m3 ? "kKvCache = attnc::kCacheFp8E4m3" : "kKvCache = attnc::kCacheFp8E5m2"),
+              std::string::npos);
+    Config stages3 = c;
+    stages3.stages = 3;
+    EXPECT_NE(refusal(s, stages3).find("bytes of shared memory"), std::string::npos) << refusal(s, stages3);
+  }
 }
 
 TEST(PlanMlaDecode, RefusesWhatItCannotMake) {
   Spec s = deepseek();
   const Config c = default_mla_decode_config();
   EXPECT_NE(refusal(s, c, "sm_80").find("mla_decode needs sm_90a"), std::string::npos);
-  Spec fp8 = s;
-  fp8.kv_cache.dtype = KvDType::fp8_e4m3;
-  EXPECT_NE(refusal(fp8, c).find("mla_decode reading a fp8_e4m3 latent cache"), std::string::npos) << refusal(fp8, c);
+  Spec int8 = s;
+  int8.kv_cache.dtype = KvDType::int8;
+  EXPECT_NE(refusal(int8, c).find("mla_decode reading a int8 latent cache"), std::string::npos) << refusal(int8, c);
   Spec page16 = s;
   page16.kv_cache.page_size = 16;
   EXPECT_NE(refusal(page16, c).find("page sizes must be multiples of 64"), std::string::npos);

@@ -583,6 +583,17 @@ TEST(AttentionArgs, MlaDecodeChecksItsOwnRules) {
   AttentionArgs other = good_args();
   other.q_pe = reinterpret_cast<const void*>(0xb0000);
   expect_bad(plan_for(llama()), other, "q_pe given but only mla_decode takes q_pe apart from q");
+
+  // An fp8 latent cache has one scale for K and V: k_scale / k_descale only.
+  s.kv_cache.dtype = KvDType::fp8_e4m3;
+  const KernelPlan fp8 = plan_kernel(s, KernelKind::decode, config_for(s, KernelKind::decode, "sm_90a", ""), "sm_90a");
+  ASSERT_EQ(fp8.family, "mla_decode");
+  c.a.q_pe = nullptr;
+  c.a.v_scale = reinterpret_cast<const float*>(0xc0000);
+  expect_bad(fp8, c.args(), "v_scale/v_descale given but mla_decode reads K and V from one latent cache with one scale");
+  c.a.v_scale = nullptr;
+  c.a.v_descale = reinterpret_cast<const float*>(0xc0000);
+  expect_bad(fp8, c.args(), "give k_scale and/or k_descale [batch, 1]");
 }
 
 }  // namespace

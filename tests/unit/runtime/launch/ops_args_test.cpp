@@ -310,8 +310,19 @@ TEST(Cascade, PassSpecs) {
   EXPECT_NO_THROW(plan_cascade(s, "sm_90a"));
 }
 
+// The passes are the arch's paged prefill: prefill_sm90 on sm_90a, whose launches encode TMA
+// tensor maps through the driver; the wiring tests below plan for sm_90 (prefill_sm80 passes),
+// whose argument checks need none.
+TEST(Cascade, PassesArePagedPrefillOfTheArch) {
+  const CascadePlans hopper = plan_cascade(llama(), "sm_90a");
+  EXPECT_EQ(hopper.prefix.family, "prefill_sm90");
+  EXPECT_EQ(hopper.suffix.family, "prefill_sm90");
+  EXPECT_TRUE(hopper.prefix.paged && hopper.suffix.paged);
+  EXPECT_EQ(plan_cascade(llama(), "sm_90").suffix.family, "prefill_sm80");
+}
+
 TEST(Cascade, GoodCallWiresThePasses) {
-  const CascadePlans plans = plan_cascade(llama(), "sm_90a");
+  const CascadePlans plans = plan_cascade(llama(), "sm_90");
   const CascadeArgs a = good_cascade();
   const CascadeLaunch l = prepare_cascade(plans, a);
   EXPECT_EQ(l.prefix.params.batch, 1);
@@ -335,7 +346,7 @@ TEST(Cascade, GoodCallWiresThePasses) {
 }
 
 TEST(Cascade, BadCallsNameTheProblem) {
-  const CascadePlans plans = plan_cascade(llama(), "sm_90a");
+  const CascadePlans plans = plan_cascade(llama(), "sm_90");
   auto bad = [&](void (*edit)(CascadeArgs&), const std::string& what) {
     CascadeArgs a = good_cascade();
     edit(a);
