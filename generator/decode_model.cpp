@@ -1,6 +1,7 @@
 #include "generator/decode_model.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "attnc/params/split_combine_shape.h"
 
@@ -37,7 +38,13 @@ double predict_with_slots(const KernelPlan& plan, const SplitShape& call, int nu
   const Config& c = plan.config;
   // One key's K and V row, one kv head (fp8 caches: a byte per element).
   const double key_bytes = double(kv_cache_elem_bytes(plan.spec)) * (plan.head_dim + plan.head_dim_v);
-  const long long blocks = (long long)call.batch * plan.kv_heads() * row_blocks(plan, call.max_seqlen_q);
+  // A ragged batch (seqlen_k_sum known) counts as the full-length requests its keys would fill:
+  // decode_bw sizes every request's parts from the longest (block_range_even_parts), so a short
+  // request's keys take few parts and its other blocks exit at once.
+  const double requests = call.seqlen_k_sum > 0 && call.max_seqlen_k > 0
+                              ? std::min<double>(call.batch, double(call.seqlen_k_sum) / call.max_seqlen_k)
+                              : call.batch;
+  const long long blocks = std::max(1LL, (long long)std::ceil(requests * plan.kv_heads() * row_blocks(plan, call.max_seqlen_q)));
   const long long tiles = ceil_div(call.max_seqlen_k, c.block_n);
   const long long tiles_per_block = ceil_div(tiles, num_splits);
   const double block_bytes = double(tiles_per_block) * c.block_n * key_bytes;
@@ -46,7 +53,12 @@ double predict_with_slots(const KernelPlan& plan, const SplitShape& call, int nu
   const double block_rate = in_flight / m.latency;
   // Waves of `slots` blocks, the last one partly full: each wave takes a block's bytes at the
   // per-block rate, bounded by the device bandwidth shared among the wave's blocks.
-  auto wave_seconds = [&](long long active) { return block_bytes / std::min(m.bandwidth / double(active), block_rate); };
+  // And the SM holding the most of the wave's blocks reads them at most at its share's headroom.
+  const double sm_rate = m.sm_share_headroom * m.bandwidth / std::max(1, call.num_sms);
+  auto wave_seconds = [&](long long active) {
+    const long long per_sm = (active + call.num_sms - 1) / std::max(1, call.num_sms);
+    return std::max(block_bytes / std::min(m.bandwidth / double(active), block_rate), per_sm * block_bytes / sm_rate);
+  };
   const long long total = blocks * num_splits;
   double seconds = double(total / slots) * wave_seconds(slots);
   if (total % slots) seconds += wave_seconds(total % slots);

@@ -13,6 +13,10 @@ struct DecodeModel {
   double bandwidth = 4.3e12;      // bytes/s, device-to-device copy (read + written)
   double latency = 2e-6;          // s, one round trip of a copy under load, issue included
   double combine_launch = 3e-6;   // s, the combine kernel's launch and first wave
+  // One SM reads at most this many times its even share of the bandwidth: a wave that puts two
+  // blocks on some SMs and one on others ends when the doubled SMs do (B=8 L=131072 with 3
+  // splits, 192 blocks: 1109 us measured, 1002 predicted without it; 2026-11-23).
+  double sm_share_headroom = 1.25;
 };
 
 // Registers a thread of a decode_bw kernel takes, estimated from its ptxas reports (2026-11-23,

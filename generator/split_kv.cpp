@@ -28,15 +28,25 @@ long long row_blocks(const KernelPlan& plan, int max_seqlen_q) {
 }
 
 int choose_num_splits(const KernelPlan& plan, int batch, int max_seqlen_q, int max_seqlen_k, int num_sms) {
+  return choose_num_splits(plan, SplitShape{batch, max_seqlen_q, max_seqlen_k, batch, num_sms});
+}
+
+int choose_num_splits(const KernelPlan& plan, const SplitShape& call) {
+  const int batch = call.batch, max_seqlen_q = call.max_seqlen_q, max_seqlen_k = call.max_seqlen_k;
+  const int num_sms = call.num_sms;
   if (!plan.split_kv || max_seqlen_k <= 0 || num_sms <= 0) return 1;
-  if (plan.family == "decode_bw") return best_decode_splits(plan, {batch, max_seqlen_q, max_seqlen_k, batch, num_sms});
+  if (plan.family == "decode_bw") return best_decode_splits(plan, call);
   const int heads = plan.pack_gqa ? plan.kv_heads() : plan.spec.num_q_heads;
   const double tiles = double(batch) * heads * row_blocks(plan, max_seqlen_q);
   const int n_blocks = (max_seqlen_k + plan.config.block_n - 1) / plan.config.block_n;
-  if (tiles >= 0.8 * num_sms || n_blocks <= 1) return 1;
-  const int max_splits = std::min({kMaxSplits, num_sms, n_blocks});
+  // The SMs counted twice, as FlashAttention-2 does (attention-semantics.md §8; it was missing here):
+  // one block of a decode kernel per SM cannot keep enough loads in flight (d256 Hkv 8 B16 L8192 on decode_split: 128
+  // blocks, 1060 us unsplit, 649 us with 2 splits; the tuner, 2026-11-23).
+  const int slots = 2 * num_sms;
+  if (tiles >= 0.8 * slots || n_blocks <= 1) return 1;
+  const int max_splits = std::min({kMaxSplits, slots, n_blocks});
   auto efficiency = [&](int s) {
-    const double waves = tiles * s / num_sms;
+    const double waves = tiles * s / slots;
     return waves / std::ceil(waves);
   };
   auto eligible = [&](int s) {  // a split count that leaves the per-split tile count unchanged is useless
@@ -70,8 +80,7 @@ int decide_num_splits(const KernelPlan& plan, const SplitShape& call, int forced
     return std::min(forced, max_useful_splits(plan, call.max_seqlen_k));
   }
   if (!plan.split_kv) return 1;
-  const int n = preferred > 0 ? preferred
-                              : choose_num_splits(plan, call.batch, call.max_seqlen_q, call.max_seqlen_k, call.num_sms);
+  const int n = preferred > 0 ? preferred : choose_num_splits(plan, call);
   return fit_num_splits(plan, call.total_q, n, workspace_bytes);
 }
 

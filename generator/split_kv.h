@@ -18,6 +18,7 @@ struct SplitShape {
   int max_seqlen_k = 0;  // 0: unknown, no split
   int total_q = 0;       // rows of q; the partials are indexed by it
   int num_sms = 0;       // the device's SM count; 0: unknown, no split
+  long long seqlen_k_sum = 0;  // the requests' KV lengths summed, when known (0: batch * max_seqlen_k)
 };
 
 // Row blocks of a call (the grid's x): query rows (times the group when GQA is packed) over block_m.
@@ -27,6 +28,8 @@ long long row_blocks(const KernelPlan&, int max_seqlen_q);
 // Otherwise FlashAttention-2's wave-efficiency heuristic (attention-semantics.md §8) over this
 // kernel's tiles: 1 when the (request, head, row block) tiles already fill the SMs.
 int choose_num_splits(const KernelPlan&, int batch, int max_seqlen_q, int max_seqlen_k, int num_sms);
+// The same for a call shape; decode_bw's model also reads call.seqlen_k_sum (a ragged batch).
+int choose_num_splits(const KernelPlan&, const SplitShape& call);
 
 // The most parts a call over max_seqlen_k keys can use: one per KV tile (a part past the last tile
 // would be empty), at most kMaxSplits; 1 for a kernel without split-KV or with max_seqlen_k unknown.

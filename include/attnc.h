@@ -149,6 +149,11 @@ typedef struct attnc_call {
   long long q_scale_row_stride, q_scale_head_stride;
   const float* k_token_scale;    /* paged: [num_blocks, Hkv, page_size]; contiguous: [total_k, Hkv] */
   const float* v_channel_scale;  /* int8_qkv: [Hkv, Dv] per channel */
+  /* Decode: the sum of the requests' KV lengths when the host knows it (0: unknown). The split-KV
+     choice then sees a ragged batch (one long request beside short ones) for what it is and
+     spreads the long request over the SMs; without it the split count assumes every request is
+     max_seqlen_k long. Only the split count depends on it: results do not. */
+  long long seqlen_k_sum;
 } attnc_call;
 
 /* What attnc_attention_run would use for a shape. */

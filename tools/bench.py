@@ -29,13 +29,27 @@ PREFILL = [(64, False, 4), (64, True, 4), (128, False, 4), (128, True, 4), (256,
 PREFILL_S = 4096
 DECODE = [(64, 8192), (16, 32768), (128, 2048)]
 DECODE_D = 128
+# Issue 11's decode layers (one spec each) and rows: (layer, B, L), or (layer, [lens]) for a ragged
+# batch. tokens > 1 is speculative decode (causal inside the block); softcap rows have only
+# FlexAttention with the softcap (cuDNN and FA2 run the same shape without it: same bytes).
+DECODE_LAYERS = {
+    "d128": dict(D=128, hq=HQ, hkv=HKV),
+    "d128-gqa8": dict(D=128, hq=64, hkv=8, label="GQA 8:1 Hq64"),
+    "d128-mha": dict(D=128, hq=32, hkv=32, label="MHA Hq32"),
+    "d256-softcap": dict(D=256, hq=16, hkv=8, softcap=50.0, label="softcap50 Hq16 Hkv8"),
+    "d128-spec4": dict(D=128, hq=HQ, hkv=HKV, causal=True, tokens=4, label="4-token spec"),
+    "d128-fp8e4m3": dict(D=128, hq=HQ, hkv=HKV, kv_dtype="fp8_e4m3"),
+}
+DECODE_ROWS = [("d128", b, l) for b, l in DECODE] + [
+    ("d128", 8, 131072), ("d128", 1, 131072), ("d128-gqa8", 32, 4096), ("d128-mha", 32, 4096),
+    ("d256-softcap", 16, 8192), ("d128-spec4", 64, 8192), ("d128", [131072] + [2048] * 63),
+    ("d128-fp8e4m3", 64, 8192)]
 # MLA absorbed decode (issue 13): (B, L, H, unit); FlashMLA's published H800 figures beside them
 # (shared/reference/anchors.md §4.1: 660 TFLOP/s compute-bound, 3000 GB/s memory-bound).
 MLA = [(128, 4096, 128, "TFLOP/s"), (64, 8192, 16, "TB/s")]
 FLASHMLA_H800 = {"TFLOP/s": 660.0, "TB/s": 3.0}
 MLA_CACHES = ["same", "fp8_e4m3"]  # the latent cache: bf16, and fp8 with a per-tensor scale
 MLA_SCALE = 0.1352  # DeepSeek-V3's layer scale ((128 + 64) ** -0.5 with its YaRN mscale), not 1/sqrt(576)
-DECODE_FP8 = [(64, 8192)]  # an fp8 e4m3 cache: TB/s of fp8 bytes, and the time against bf16's row
 
 
 # Phi-3-small's local + vertical-stride pattern (specs/phi-3-small.yaml), step 1, all heads on one rank.
@@ -44,7 +58,7 @@ SPARSE_S, SPARSE_B = 8192, 1
 
 
 def spec_yaml(name, head_dim, causal, kernel, page_size, tuning=None, hq=HQ, hkv=HKV, mask=None, sinks=False,
-              kv_dtype="same", sparse=None):
+              kv_dtype="same", sparse=None, softcap=None):
     return "\n".join(([f"tuning: {tuning}"] if tuning else []) + (
         ["block_sparse: {" + ", ".join(f"{k}: {v}" for k, v in sparse.items()) + "}"] if sparse else []) + [
         "version: 1",
@@ -55,7 +69,7 @@ def spec_yaml(name, head_dim, causal, kernel, page_size, tuning=None, hq=HQ, hkv
         "dtype: bf16",
         f"kv_cache: {{dtype: {kv_dtype}, layout: NHD, page_size: {page_size}}}",
         f"mask: {mask or ('causal' if causal else 'none')}",
-    ] + (["sinks: true"] if sinks else []) + [
+    ] + (["sinks: true"] if sinks else []) + ([f"softcap: {softcap}"] if softcap else []) + [
         f"kernels: [{kernel}]",
         "",
     ])
@@ -111,9 +125,14 @@ def write_specs(workdir, page_size, only=None, decode_tuning=None):
         name = f"bench-prefill-d{d}-{'causal' if causal else 'none'}"
         specs.append(dict(name=name, kind="prefill", D=d, causal=causal, B=b, S=PREFILL_S,
                           shapes=[dict(kind="prefill", batch=b, seqlen_q=PREFILL_S, seqlen_k=PREFILL_S)]))
-    for name, kv, shapes in (("bench-decode-d128", "same", DECODE), ("bench-decode-d128-fp8e4m3", "fp8_e4m3", DECODE_FP8)):
-        specs.append(dict(name=name, kind="decode", D=DECODE_D, causal=False, kv_dtype=kv,
-                          shapes=[dict(kind="decode", batch=b, seqlen_q=1, seqlen_k=l) for b, l in shapes]))
+    for layer, lay in DECODE_LAYERS.items():
+        rows = [r[1:] for r in DECODE_ROWS if r[0] == layer]
+        t = lay.get("tokens", 1)  # (a ragged row is not a tuning shape: its bucket's record serves it)
+        specs.append(dict(name=f"bench-decode-{layer}", kind="decode", causal=lay.get("causal", False),
+                          kv_dtype=lay.get("kv_dtype", "same"), rows=rows, **{k: lay[k] for k in ("D", "hq", "hkv")},
+                          softcap=lay.get("softcap"), tokens=t, label=lay.get("label"),
+                          shapes=[dict(kind="decode", batch=r[0], seqlen_q=t, seqlen_k=r[1])
+                                  for r in rows if len(r) == 2]))
     for s in serving_specs() + paged_specs():
         kind = "prefill_paged" if s["kind"] == "paged" else "prefill"
         s["shapes"] = [dict(kind=kind, batch=len(s["lens"]), seqlen_q=max(s["lens"]), seqlen_k=max(s["lens"]))]
@@ -130,7 +149,7 @@ def write_specs(workdir, page_size, only=None, decode_tuning=None):
         with open(s["path"], "w") as f:
             f.write(spec_yaml(s["name"], s["D"], s["causal"], kernel, page_size,
                               decode_tuning if s["kind"] == "decode" else None, kv_dtype=s.get("kv_dtype", "same"),
-                              sparse=SPARSE if s["kind"] == "sparse" else None, **layer))
+                              sparse=SPARSE if s["kind"] == "sparse" else None, softcap=s.get("softcap"), **layer))
         if s["kind"] == "sparse":  # the same layer dense (Phi-3-small's every other layer)
             s["dense_path"] = os.path.join(workdir, s["name"] + "-dense.yaml")
             with open(s["dense_path"], "w") as f:
@@ -415,55 +434,128 @@ def paged_cache(k, page_size, num_blocks_extra=64):
     return cache, perm.reshape(B, per).to(torch.int32).contiguous()
 
 
+def paged_cache_lens(ks, vs, page_size, num_blocks_extra=64):
+    """ks, vs: per request [L_i, Hkv, D] (L_i multiples of the page) -> (k cache, v cache
+    [num_blocks, page, Hkv, D], block_table [B, max pages] padded with page 0) with every request's
+    pages scattered over the caches."""
+    per = [k.shape[0] // page_size for k in ks]
+    n = sum(per) + num_blocks_extra
+    perm = torch.randperm(n, device="cuda", dtype=torch.int64)[: sum(per)]
+    kc = torch.zeros(n, page_size, *ks[0].shape[1:], dtype=ks[0].dtype, device="cuda")
+    vc = torch.zeros_like(kc)
+    bt = torch.zeros(len(ks), max(per), dtype=torch.int32, device="cuda")
+    at = 0
+    for b, p in enumerate(per):
+        idx = perm[at:at + p]
+        kc[idx] = ks[b].reshape(p, page_size, *ks[b].shape[1:])
+        vc[idx] = vs[b].reshape(p, page_size, *vs[b].shape[1:])
+        bt[b, :p] = idx.to(torch.int32)
+        at += p
+    return kc, vc, bt
+
+
+def decode_reference(q, ks, vs, scale, softcap, tokens, requests):
+    """float32 attention of `requests` (indices): q [B * tokens, Hq, D], ks[b]/vs[b] [L, Hkv, D];
+    the last `tokens` positions are the queries (causal inside them). -> {request: [tokens, Hq, D]}."""
+    out = {}
+    for b in requests:
+        qb = q[b * tokens:(b + 1) * tokens].float()  # [T, Hq, D]
+        k, v = ks[b].float(), vs[b].float()           # [L, Hkv, D]
+        L, hkv = k.shape[0], k.shape[1]
+        g = qb.shape[1] // hkv
+        s = torch.einsum("tkgd,lkd->kgtl", qb.reshape(tokens, hkv, g, -1), k) * scale
+        if softcap:
+            s = softcap * torch.tanh(s / softcap)
+        i = torch.arange(tokens, device="cuda")[:, None]
+        j = torch.arange(L, device="cuda")[None, :]
+        s = s.masked_fill(j > L - tokens + i, float("-inf"))
+        o = torch.einsum("kgtl,lkd->tkgd", torch.softmax(s, -1), v)
+        out[b] = o.reshape(tokens, hkv * g, -1)
+    return out
+
+
 def decode_rows(spec, db, page_size, flex):
-    """One row per shape. An fp8 spec's cache holds fp8(x / scale) (reshape_and_cache_flash's
-    rounding) read with that per-tensor scale; its TB/s counts fp8 bytes, and `ms` keeps the times."""
+    """One row per (B, L) or ragged [lens] of a decode spec. attnc reads a vLLM paged cache (pages
+    shuffled); cuDNN, FA2 and FlexAttention read dense K/V of the same shape (a ragged batch: one call
+    for the long request plus one for the short ones; speculative rows: cuDNN and FA2 without the
+    causal part, same bytes; softcap rows: only Flex applies it). An fp8 spec's cache holds
+    fp8(x / scale) (reshape_and_cache_flash's rounding) read with that per-tensor scale; its TB/s
+    counts fp8 bytes, and `ms` keeps the times. max_diff: against a float32 reference of a few requests."""
     rows = []
-    D = spec["D"]
+    D, hq, hkv, T, softcap = spec["D"], spec["hq"], spec["hkv"], spec["tokens"], spec.get("softcap")
     fp8 = spec.get("kv_dtype", "same") != "same"
+    scale = D ** -0.5
     a_h = attnc.Attention(spec["path"], db=db or "none", use_tuning=False)
     runs = [("attnc_heuristic", a_h)]
     if db:
         runs.insert(0, ("attnc_tuned", attnc.Attention(spec["path"], db=db, use_tuning=True)))
-    for sh in spec["shapes"]:
-        B, L = sh["batch"], sh["seqlen_k"]
+    for r in spec["rows"]:
+        lens = r[0] if len(r) == 1 else [r[1]] * r[0]
+        B, L = len(lens), max(lens)
         torch.manual_seed(0)
-        q = torch.randn(B, HQ, 1, D, dtype=torch.bfloat16, device="cuda")
-        k = torch.randn(B, HKV, L, D, dtype=torch.bfloat16, device="cuda")
-        v = torch.randn_like(k)
-        byt = 2 * k.numel() * (1 if fp8 else 2)
+        q = torch.randn(B * T, hq, D, dtype=torch.bfloat16, device="cuda")
+        if len(set(lens)) == 1:
+            kd = torch.randn(B, L, hkv, D, dtype=torch.bfloat16, device="cuda")
+            vd = torch.randn_like(kd)
+            ks, vs = list(kd), list(vd)
+        else:
+            ks = [torch.randn(n, hkv, D, dtype=torch.bfloat16, device="cuda") for n in lens]
+            vs = [torch.randn_like(k) for k in ks]
+        byt = 2 * sum(lens) * hkv * D * (1 if fp8 else 2)
         ms_of = {}
         tb = lambda ms: byt / ms / 1e9 if ms else None
-        row = dict(shape=f"decode d{D} B{B} L{L} page{page_size}" + (" fp8 e4m3" if fp8 else ""), unit="TB/s",
-                   ms=ms_of)
-        with sdpa_kernel([SDPBackend.CUDNN_ATTENTION]):
-            ref = F.scaled_dot_product_attention(q, k, v, enable_gqa=True).reshape(B, HQ, D)
-        kc, bt = paged_cache(k.transpose(1, 2).contiguous(), page_size)
-        vc = torch.zeros_like(kc)
-        vc[bt.flatten().long()] = v.transpose(1, 2).reshape(-1, page_size, HKV, D)
+        what = f"decode d{D}" + (f" {spec['label']}" if spec.get("label") else "")
+        shape = f"B{B} L{L}" if len(set(lens)) == 1 else \
+            f"ragged 1x{lens[0]}+{B - 1}x{lens[1]}"
+        row = dict(shape=f"{what} {shape} page{page_size}" + (" fp8 e4m3" if fp8 else ""), unit="TB/s", ms=ms_of)
+        kc, vc, bt = paged_cache_lens(ks, vs, page_size)
+        check = sorted({0, B - 1})  # the requests the reference computes
         kw = {}
+        ref_k, ref_v = ks, vs
         if fp8:
             scales = [(c.abs().max().float() / 448).reshape(1) for c in (kc, vc)]
             kc, vc = [(c.float() / s).to(torch.float8_e4m3fn) for c, s in zip((kc, vc), scales)]
             kw = dict(k_scale=scales[0], v_scale=scales[1])
-        qa = q.reshape(B, HQ, D).contiguous()
-        used = torch.full((B,), L, dtype=torch.int32, device="cuda")
+            dq = lambda x, s: (x.float() / s).to(torch.float8_e4m3fn).float() * s  # what the cache holds
+            ref_k = {b: dq(ks[b], scales[0]) for b in check}
+            ref_v = {b: dq(vs[b], scales[1]) for b in check}
+        ref = decode_reference(q, ref_k, ref_v, scale, softcap, T, check)
+        used = torch.tensor(lens, dtype=torch.int32, device="cuda")
+        multi = dict(cu_seqlens_q=torch.arange(0, (B + 1) * T, T, dtype=torch.int32, device="cuda"),
+                     max_seqlen_q=T) if T > 1 else {}
         for label, a in runs:
-            a.reserve(B, L)
-            o = torch.empty_like(qa)
-            fn = lambda: a.decode(qa, kc, vc, bt, used, L, out=o, stream=stream(), **kw)
+            a.reserve(B, L, max_seqlen_q=T)
+            o = torch.empty_like(q)
+            fn = lambda: a.decode(q, kc, vc, bt, used, L, out=o, stream=stream(), seqlen_k_sum=sum(lens), **multi, **kw)
             ms_of[label] = bench_ms(fn)
             row[label] = tb(ms_of[label])
-            row[label + "_config"] = a.select("decode", B, 1, L)
-            row[label + "_max_diff"] = (o.float() - ref.float()).abs().max().item()
+            row[label + "_config"] = a.select("decode", B, T, L)
+            row[label + "_max_diff"] = max((o[b * T:(b + 1) * T].float() - ref[b]).abs().max().item() for b in check)
         del kc, vc
-        ms_of["cudnn"] = sdpa_ms(SDPBackend.CUDNN_ATTENTION,
-                                 lambda: F.scaled_dot_product_attention(q, k, v, enable_gqa=True))
+        # The anchors on dense [B, H, L, D] K/V: uniform batches in one call; a ragged one as two.
+        groups = [(0, B)] if len(set(lens)) == 1 else [(0, 1), (1, B)]
+        dense = []
+        for b0, b1 in groups:
+            kd = torch.stack(ks[b0:b1]).transpose(1, 2).contiguous()
+            vd = torch.stack(vs[b0:b1]).transpose(1, 2).contiguous()
+            qd = q[b0 * T:b1 * T].reshape(b1 - b0, T, hq, D).transpose(1, 2).contiguous()
+            dense.append((qd, kd, vd))
+        sdpa = lambda: [F.scaled_dot_product_attention(qd, kd, vd, enable_gqa=True) for qd, kd, vd in dense]
+        ms_of["cudnn"] = sdpa_ms(SDPBackend.CUDNN_ATTENTION, sdpa)
         row["cudnn"] = None if fp8 else tb(ms_of["cudnn"])  # (cuDNN reads bf16: its time is in `ms`)
-        row["flash"] = None if fp8 else tb(sdpa_ms(SDPBackend.FLASH_ATTENTION,
-                                  lambda: F.scaled_dot_product_attention(q, k, v, enable_gqa=True)))
-        if flex and not fp8:
-            row["flex"] = tb(bench_ms(lambda: flex(q, k, v, enable_gqa=True)))
+        row["flash"] = None if fp8 else tb(sdpa_ms(SDPBackend.FLASH_ATTENTION, sdpa))
+        if flex and not fp8 and len(dense) == 1:
+            qd, kd, vd = dense[0]
+            mod = (lambda s, b, h, i, j: softcap * torch.tanh(s / softcap)) if softcap else None
+            bm = None
+            if T > 1:
+                from torch.nn.attention.flex_attention import create_block_mask
+                bm = create_block_mask(lambda b, h, i, j: j <= L - T + i, None, None, T, L)
+            try:
+                row["flex"] = tb(bench_ms(lambda: flex(qd, kd, vd, score_mod=mod, block_mask=bm, enable_gqa=True)))
+            except Exception as e:  # keep going without this column
+                print(f"  flex: {str(e)[:160]}", flush=True)
+        del dense
         rows.append(row)
         print(json.dumps(row), flush=True)
     return rows

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "attnc/params/split_combine_shape.h"
+#include "generator/decode_model.h"
 #include "generator/plan/plan_attention.h"
 #include "generator/plan/plan_mla_decode.h"
 #include "generator/plan/plan_prefill_sm90.h"
@@ -145,19 +146,60 @@ std::vector<int> split_counts(const Spec& s, KernelKind kind, const Config& c, c
   return out;
 }
 
+namespace {
+
+// decode_bw: the `keep` split counts of split_counts the time model (decode_model.h) predicts
+// fastest, plus 0 (the heuristic's); other families, or the SM count unknown: split_counts.
+// best_seconds: the config's best prediction (0: not modelled), which orders the configs.
+std::vector<int> modelled_split_counts(const Spec& s, const Config& c, const ShapeBucket& b, const std::string& arch,
+                                       int num_sms, int keep, double* best_seconds) {
+  std::vector<int> counts = split_counts(s, KernelKind::decode, c, b);
+  *best_seconds = 0;
+  if (c.family != "decode_bw" || num_sms <= 0) return counts;
+  const KernelPlan plan = plan_kernel(s, KernelKind::decode, c, arch);
+  const Problem p = b.representative();
+  const SplitShape call{p.batch, p.max_seqlen_q, p.max_seqlen_k, p.batch * p.max_seqlen_q, num_sms};
+  std::vector<std::pair<double, int>> ranked;
+  for (int n : counts)
+    if (n > 0) ranked.push_back({predict_decode_seconds(plan, call, n), n});
+  std::stable_sort(ranked.begin(), ranked.end());
+  std::vector<int> out{0};
+  for (int i = 0; i < int(ranked.size()) && i < keep; ++i) out.push_back(ranked[i].second);
+  const int heuristic = best_decode_splits(plan, call);
+  *best_seconds = predict_decode_seconds(plan, call, heuristic);
+  for (const auto& r : ranked) *best_seconds = std::min(*best_seconds, r.first);
+  return out;
+}
+
+}  // namespace
+
 std::vector<SpacePoint> search_space(const Spec& s, KernelKind kind, const ShapeBucket& b, const std::string& arch,
-                                     int max_smem_optin) {
+                                     int max_smem_optin, int num_sms) {
   std::vector<SpacePoint> out;
+  std::vector<std::pair<double, std::vector<SpacePoint>>> ranked;  // decode_bw configs by predicted time
   bool first = true;
   for (const Config& c : config_space(s, kind, arch)) {
     const std::string why = prune_reason(s, kind, c, arch, max_smem_optin);
+    std::vector<SpacePoint> points;
+    double predicted = 0;
     if (!why.empty()) {
-      out.push_back({{c, 0}, why, first});
+      points.push_back({{c, 0}, why, first});
+    } else if (kind == KernelKind::decode) {
+      for (int n : modelled_split_counts(s, c, b, arch, num_sms, kModelledSplits, &predicted))
+        points.push_back({{c, n}, "", first && n == 0});
     } else {
-      for (int n : split_counts(s, kind, c, b)) out.push_back({{c, n}, "", first && n == 0});
+      for (int n : split_counts(s, kind, c, b)) points.push_back({{c, n}, "", first && n == 0});
+    }
+    if (first || predicted <= 0) {
+      out.insert(out.end(), points.begin(), points.end());
+    } else {
+      ranked.push_back({predicted, std::move(points)});
     }
     first = false;
   }
+  std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  // The baseline, unmodelled configs (decode_split, pruned ones), then decode_bw's best-predicted first.
+  for (auto& r : ranked) out.insert(out.end(), r.second.begin(), r.second.end());
   return out;
 }
 

@@ -52,8 +52,12 @@ struct SpacePoint {
 };
 
 // config_space x split_counts for a bucket, pruned configs kept (with their reason, once, at
-// num_splits 0) so the record lists them. The baseline is always first.
+// num_splits 0) so the record lists them. The baseline is always first. With the device's SM count
+// (num_sms > 0) decode_bw's configs keep only the kModelledSplits split counts the decode time model
+// predicts fastest (and 0) and come in the order of their best prediction, so a search cut by its
+// budget has timed the likely winners.
+inline constexpr int kModelledSplits = 3;
 std::vector<SpacePoint> search_space(const Spec&, KernelKind, const ShapeBucket&, const std::string& arch,
-                                     int max_smem_optin);
+                                     int max_smem_optin, int num_sms = 0);
 
 }  // namespace attnc

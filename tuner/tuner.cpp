@@ -55,7 +55,7 @@ class Sweep {
     result.tasks_total = static_cast<int>(tasks.size());
     std::vector<std::vector<SpacePoint>> spaces;
     for (const ShapeBucket& t : tasks) {
-      spaces.push_back(search_space(spec_, t.kind, t, dev_.arch(), dev_.max_smem_per_block_optin()));
+      spaces.push_back(search_space(spec_, t.kind, t, dev_.arch(), dev_.max_smem_per_block_optin(), dev_.sm_count()));
       total_ += static_cast<int>(spaces.back().size());
     }
     for (std::size_t i = 0; i < tasks.size() && !should_stop(); ++i) {
@@ -223,6 +223,11 @@ class Sweep {
     report(name, false);
 
     std::optional<TimingInputs> inputs;
+    // Decode: a config whose first split count ran far slower than the best so far cannot win with
+    // another split count (they move decode by a few percent); its other counts are skipped.
+    constexpr double kDecodeGiveUp = 1.3;
+    std::map<std::string, double> first_us;
+    double best_us = 0;
     for (std::size_t i = 0; i < points.size(); ++i) {
       CandidateResult& cand = cands[i];
       if (!cand.status.empty()) continue;
@@ -232,6 +237,13 @@ class Sweep {
       const Loaded& l = it->second;
       cand.compile_ms = l.compile_ms;
       ++done_;
+      if (const auto f = first_us.find(it->first); kind == KernelKind::decode && f != first_us.end() &&
+                                                   f->second > kDecodeGiveUp * best_us) {
+        cand.status = kStatusPruned;
+        cand.error = "its first split count ran " + std::to_string(int(f->second)) +
+                     " us, over 1.3x the best so far (" + std::to_string(int(best_us)) + " us)";
+        continue;
+      }
       if (!l.status.empty()) {
         cand.status = l.status;
         cand.error = l.error;
@@ -264,6 +276,8 @@ class Sweep {
         cand.splits_used = t.num_splits;
         cand.throughput = problem_throughput(spec_, kind, b.representative(), t.median_us);
         ++out.ok;
+        first_us.emplace(it->first, t.median_us);
+        best_us = best_us > 0 ? std::min(best_us, t.median_us) : t.median_us;
       } catch (const GpuTimeout& e) {
         cand.status = kStatusTimeout;
         cand.error = e.what();

@@ -74,19 +74,22 @@ void check_decode_bw(const Spec& s) {
 // Shared memory as the templates lay it out: attention_sm80.cuh (Q, then STAGES K and V tiles, then
 // int8's raw stages), or decode_bw.cuh (Q, then STAGES K and V tiles per warp, which the warps' merge overlays; then
 // the warps' row maxima and sums). With an fp8 cache the stages hold fp8 bytes (D + Dv per key)
-// and one 16-bit K and V tile follows Q (per warp in decode_bw) for the converted tile.
+// and one 16-bit K and V tile follows Q (per warp in decode_bw) for the converted tile, except
+// where decode_bw converts in registers (decode_bw.cuh FP8_REGS). decode_bw's merge overlays the
+// pipeline and takes [warps][16][Dv + 8] floats, which may exceed small fp8 stages.
 int smem_bytes(const Spec& s, KernelKind kind, const Config& c) {
   const int dq = padded_head_dim(s.head_dim), dv = padded_head_dim(s.head_dim_v);
   // int8 (int8_scales.cuh): K, and V with int8_qkv, also stage raw, one byte per element.
   const Int8Mode i8 = int8_mode(s);
   const int raw_row = i8 == Int8Mode::none ? 0 : s.head_dim + (i8 == Int8Mode::qkv ? s.head_dim_v : 0);
   const int raw = c.stages * c.block_n * raw_row;
-  const bool fp8 = reads_fp8(s, kind);
-  const int tiles16 = fp8 ? 1 : c.stages;
+  const bool fp8 = reads_fp8(s, kind), bw = c.family == "decode_bw";
+  const bool fp8_in_registers = fp8 && bw && s.head_dim % 64 == 0 && s.head_dim_v % 64 == 0 && s.head_dim <= 192;
+  const int tiles16 = fp8_in_registers ? 0 : fp8 ? 1 : c.stages;
   const int staged = fp8 ? c.stages * c.block_n * (s.head_dim + s.head_dim_v) : 0;
   const int kv = 2 * tiles16 * c.block_n * (dq + dv) + staged;  // one block's, or one decode_bw warp's
-  if (c.family != "decode_bw") return 2 * c.block_m * std::max(dq, dv) + kv + raw;
-  const int pipeline = 2 * 16 * std::max(dq, dv) + c.warps * kv;
+  if (!bw) return 2 * c.block_m * std::max(dq, dv) + kv + raw;
+  const int pipeline = std::max(2 * 16 * std::max(dq, dv) + c.warps * kv, 4 * c.warps * 16 * (s.head_dim_v + 8));
   return pipeline + 4 * 2 * c.warps * 16;  // then each warp's row max and sum
 }
 

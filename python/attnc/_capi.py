@@ -55,7 +55,8 @@ class Call(ctypes.Structure):
                 ("k_descale_batch_stride", c_ll), ("k_descale_head_stride", c_ll),
                 ("v_descale_batch_stride", c_ll), ("v_descale_head_stride", c_ll),
                 ("q_scale", c_void_p), ("q_scale_row_stride", c_ll), ("q_scale_head_stride", c_ll),
-                ("k_token_scale", c_void_p), ("v_channel_scale", c_void_p)]
+                ("k_token_scale", c_void_p), ("v_channel_scale", c_void_p),
+                ("seqlen_k_sum", c_ll)]
 
 
 class Selection(ctypes.Structure):

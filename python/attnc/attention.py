@@ -215,7 +215,8 @@ class Attention:
         """Decode over a paged cache: q [batch, Hq, D] (one token per request; or [total_q, Hq, D]
         with cu_seqlens_q and max_seqlen_q), caches [num_blocks, page_size, Hkv, D], block_table int32
         [batch, max_blocks], seqused_k int32 [batch] (context lengths). num_splits None: the
-        dispatcher's choice. fp8 caches (spec kv_cache.dtype fp8_*; float8 or uint8 tensors) take
+        dispatcher's choice; seqlen_k_sum= (host int, the context lengths summed) lets it balance a
+        ragged batch. fp8 caches (spec kv_cache.dtype fp8_*; float8 or uint8 tensors) take
         k_scale/v_scale [1] and/or k_descale/v_descale [batch, Hkv] (also for prefill_paged)."""
         c, qa = self._start("decode", q, extra)
         parts = self._paged(c, k_cache, v_cache, block_table, seqused_k, extra)
@@ -284,6 +285,8 @@ class Attention:
         else:
             c.max_seqlen_q = 1
         c.max_seqlen_k = int(max_seqlen_k)
+        # seqlen_k_sum: the KV lengths summed, when the host knows them (a ragged batch's split count).
+        c.seqlen_k_sum = int(extra.pop("seqlen_k_sum", 0) or 0)
         if num_splits is not None:
             c.num_splits = int(num_splits)
 

@@ -166,6 +166,7 @@ void to_args(const attnc_call& c, AttentionArgs& a) {
   a.q_scale_head_stride = c.q_scale_head_stride;
   a.k_token_scale = c.k_token_scale;
   a.v_channel_scale = c.v_channel_scale;
+  a.seqlen_k_sum = c.seqlen_k_sum;  // 0 from the defaults for a caller older than the field
 }
 
 }  // namespace

@@ -290,7 +290,8 @@ void Attention::run(const AttentionArgs& a, KernelKind kind, CUstream stream) {
     args.workspace = m.workspace_ptr;
     args.workspace_bytes = m.workspace_size;
   }
-  args.num_splits = m.splits(e, *s, {a.batch, max_q, a.max_seqlen_k, a.total_q}, a.num_splits, args.workspace_bytes);
+  args.num_splits = m.splits(e, *s, {a.batch, max_q, a.max_seqlen_k, a.total_q, 0, a.seqlen_k_sum}, a.num_splits,
+                             args.workspace_bytes);
   const AttentionLaunch launch = prepare_attention(s->plan(), args);
   launch_attention(s->kernel(), s->combine(), launch, stream);
 }

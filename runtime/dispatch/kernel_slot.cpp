@@ -71,9 +71,9 @@ int KernelSlot::heuristic_splits(const SplitShape& c) const {
   std::unique_lock lock(split_memo_mutex_, std::try_to_lock);
   const SplitShape& m = split_memo_shape_;
   if (lock.owns_lock() && split_memo_ > 0 && m.batch == c.batch && m.max_seqlen_q == c.max_seqlen_q &&
-      m.max_seqlen_k == c.max_seqlen_k && m.num_sms == c.num_sms)
+      m.max_seqlen_k == c.max_seqlen_k && m.num_sms == c.num_sms && m.seqlen_k_sum == c.seqlen_k_sum)
     return split_memo_;
-  const int n = choose_num_splits(plan_, c.batch, c.max_seqlen_q, c.max_seqlen_k, c.num_sms);
+  const int n = choose_num_splits(plan_, c);
   if (lock.owns_lock()) {
     split_memo_shape_ = c;
     split_memo_ = n;

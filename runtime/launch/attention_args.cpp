@@ -361,6 +361,7 @@ AttentionLaunch prepare_attention(const KernelPlan& plan, const AttentionArgs& a
   require(splits == 1 || plan.split_kv, "num_splits ", splits, " needs a split-KV kernel (decode); this one takes 1");
   if (a.total_q == 0) splits = 1;  // no query rows: nothing to split, and a combine grid of 0 blocks cannot launch
   p.num_splits = splits;
+  p.max_seqlen_k = std::max(0, a.max_seqlen_k);  // decode_bw's split parts are sized from it
   if (splits > 1) {
     const size_t need = attention_workspace_bytes(plan, a.total_q, splits);
     require(a.workspace != nullptr && a.workspace_bytes >= need, "num_splits ", splits, " needs a workspace of ",

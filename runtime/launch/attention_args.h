@@ -116,6 +116,8 @@ struct AttentionArgs {
   long long q_scale_head_stride = 0;
   const float* k_token_scale = nullptr;    // paged: [num_blocks, Hkv, page_size]; contiguous: [total_k, Hkv]
   const float* v_channel_scale = nullptr;  // int8_qkv: [Hkv, Dv] per channel
+  // Decode: the host's sum of the KV lengths (0: unknown); only the split choice reads it.
+  long long seqlen_k_sum = 0;
 };
 
 using GridDims = Dim3;

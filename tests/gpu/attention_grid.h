@@ -341,6 +341,21 @@ inline std::vector<GridCase> attention_grid() {
   big_prefill.call.seqlens_k = {900, 2000};
   big_prefill.name = "paged_d256g8_win_softcap_fork_hnd_flashinfer_bs64_v_plane_past_2e31";
   out.push_back(big_prefill);
+  // A ragged batch (issue 11): one long request beside many short ones, plain and speculative. decode_bw
+  // sizes its split parts from the longest request, so the short ones' later parts find no keys.
+  for (int i = 0; i < 3; ++i) {
+    GridCase r;
+    r.spec = grid_kernel(i == 2 ? "d64g8_win_sinks" : "d128g4").spec;
+    r.kind = KernelKind::decode;
+    r.call.seqlens_k = std::vector<int>(15, 37);
+    r.call.seqlens_k.insert(r.call.seqlens_k.begin() + 3, 20000);
+    if (i == 1) r.call.seqlens_q = std::vector<int>(16, 3);
+    r.decode_multi = i == 1;
+    r.call.num_splits = i == 0 ? 16 : 0;
+    r.name = std::string(i == 1 ? "decodeN_" : "decode1_") + grid_kernel(i == 2 ? "d64g8_win_sinks" : "d128g4").tag +
+             "_ragged_one_long" + splits_name(r.call);
+    out.push_back(r);
+  }
   for (GridCase& c : head_dim_sweep()) out.push_back(std::move(c));
   for (GridCase& c : fp8_grid()) out.push_back(std::move(c));
   // Every prefill case on both prefill families (prefill_sm90 skipped off sm_90a), but fp8 caches,

@@ -39,7 +39,9 @@ struct SplitCombine {
       float acc[4] = {0.f, 0.f, 0.f, 0.f};
       if (sum > 0.f)
         for (int s = 0; s < splits; ++s) {
-          const float w = fast_exp2(p.lse_partial[s * plane + row] - lse);
+          const float part_lse = p.lse_partial[s * plane + row];
+          if (part_lse == neg_inf()) continue;  // an empty part (decode_bw leaves its O unwritten)
+          const float w = fast_exp2(part_lse - lse);
           const float4 part = *reinterpret_cast<const float4*>(p.o_partial + (s * plane + row) * DV + c);
           acc[0] += w * part.x;
           acc[1] += w * part.y;

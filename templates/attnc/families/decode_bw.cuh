@@ -10,14 +10,16 @@
 //
 // K/V load with one page-table read per 16 keys (KvSource::group): page sizes are multiples of 16 and
 // tiles start at multiples of 16, so 16 keys never cross a page. An fp8 cache (kKvCache) stages
-// as fp8 bytes in the warp's stages and each warp converts its tile into its one fp16 K/V buffer
-// before computing it (features/kv_fp8.cuh).
+// as fp8 bytes in the warp's stages; where D and Dv are multiples of 64 (up to 192) each warp reads
+// them straight into mma fragments and converts them there (features/kv_fp8_regs.cuh), otherwise
+// it converts its tile into its one fp16 K/V buffer before computing it (features/kv_fp8.cuh).
 //
 // Traits: as attention_sm80.cuh's, with kBlockM = 16 (the rows of a block), kWarps (warps on
 // separate keys), kBlockN (the keys of one warp's tile), kPaged, kPackGqa and kSplitKv true.
 #pragma once
 
 #include "attnc/families/attention_sm80.cuh"
+#include "attnc/features/kv_fp8_regs.cuh"
 
 namespace attnc {
 
@@ -48,15 +50,19 @@ struct DecodeBw {
   static constexpr int CSTAGES = Tile::CSTAGES;
   using KStage = typename Tile::KStage;  // fp8: one warp's staged tile (16-key groups 16 * D bytes apart)
   using VStage = typename Tile::VStage;
+  // fp8 converted in registers (no 16-bit K/V buffers; Q's fragments in registers, permuted).
+  static constexpr bool FP8_REGS = FP8 && Tile::QREG && T::kHeadDim % 64 == 0 && DV % 64 == 0;
+  using RegTile = Fp8RegTile<T::kHeadDim, DV, BN, Tile::CACHE>;
   // One warp's part: its 16-bit K/V buffers (the stages, or fp8's converted tile), then fp8 stages.
-  static constexpr int kWarpBytes =
-      2 * CSTAGES * (KTile::kElems + VTile::kElems) + (FP8 ? STAGES * (KStage::kBytes + VStage::kBytes) : 0);
-  static constexpr int kPipeBytes = 2 * QTile::kElems + W * kWarpBytes;
+  static constexpr int kWarpBytes = 2 * (FP8_REGS ? 0 : CSTAGES) * (KTile::kElems + VTile::kElems) +
+                                    (FP8 ? STAGES * (KStage::kBytes + VStage::kBytes) : 0);
   // The merge overlays the pipeline: each warp's O [16][OS] fp32 (rows padded by 8 floats, so a
   // quad's rows fall in different banks), then its row max and sum [16] apart from it.
   static constexpr int OS = DV + 8;
   static constexpr int kMergeBytes = 4 * W * 16 * OS;
-  static_assert(kMergeBytes <= kPipeBytes, "two stages of 16 keys hold a warp's 16 x Dv fp32 O");
+  // (fp8 stages may be smaller than the merge: the area takes the larger)
+  static constexpr int kPipeBytes =
+      2 * QTile::kElems + W * kWarpBytes > kMergeBytes ? 2 * QTile::kElems + W * kWarpBytes : kMergeBytes;
   static constexpr int kStatsOffset = kPipeBytes;
   static constexpr int kSmemBytes = kStatsOffset + 4 * 2 * W * 16;
 
@@ -71,14 +77,20 @@ struct DecodeBw {
     const int warp = w.tid / 32;
     const Kv kv(p, w.seq, blockIdx.y);
     const MaskT mask(w.sq, kv.sk, p.window_left, p.window_right);
-    const BlockRange block = block_range<BN>(mask, w.t0, w.t1, kv.sk, w.split, T::kSplitKv ? p.num_splits : 1);
+    const BlockRange block = block_range_even_parts<BN>(mask, MaskT(w.sq, p.max_seqlen_k, p.window_left, p.window_right),
+                                                        w.t0, w.t1, kv.sk, p.max_seqlen_k, w.split,
+                                                        T::kSplitKv ? p.num_splits : 1);
+    if (T::kSplitKv && p.num_splits > 1 && block.n_tiles == 0) {  // a part past a short request's keys
+      store_empty_partial(p, w);
+      return;
+    }
 
     load_q(p, w);
     Work mine = w;  // this warp's keys, stages and lanes
     mine.keys = warp_range(block, warp);
     mine.sK = reinterpret_cast<u16*>(reinterpret_cast<char*>(w.sQ + QTile::kElems) + warp * kWarpBytes);
-    mine.sV = mine.sK + CSTAGES * KTile::kElems;
-    mine.sK8 = reinterpret_cast<u8*>(mine.sV + CSTAGES * VTile::kElems);
+    mine.sV = mine.sK + CSTAGES * KTile::kElems;  // (FP8_REGS: no 16-bit buffers, the stages start at sK)
+    mine.sK8 = FP8_REGS ? reinterpret_cast<u8*>(mine.sK) : reinterpret_cast<u8*>(mine.sV + CSTAGES * VTile::kElems);
     mine.sV8 = mine.sK8 + STAGES * KStage::kBytes;
     mine.tid = w.tid % 32;
 #pragma unroll
@@ -92,21 +104,40 @@ struct DecodeBw {
     State st;
     Tile::init_state(p, mine, st);
     if constexpr (Tile::QF16) st.dequant.k *= q_to_f16(w);
-    Tile::load_q_frags(st);  // (fp8: Q's fragments stay in registers)
+    if constexpr (FP8_REGS) RegTile::template q_frags<QTile>(w.sQ, mine.tid, st.qf);
+    else Tile::load_q_frags(st);  // (fp8: Q's fragments stay in registers)
     for (int it = 0; it < mine.keys.n_tiles; ++it) {
       __syncwarp();  // the stage refilled next was read by every lane at it - 1
       if (it + STAGES - 1 < mine.keys.n_tiles && visible(mine, kv, it + STAGES - 1)) load_kv(mine, kv, it + STAGES - 1);
       cp_async_commit();
       cp_async_wait<STAGES - 1>();
       __syncwarp();  // every lane's copies of tile it are visible to the warp
-      if constexpr (FP8) {  // the 16-bit buffer was last read at it - 1, before the first __syncwarp
-        Tile::template convert_stage<32>(mine, it % STAGES, mine.tid);
-        __syncwarp();
+      if constexpr (FP8_REGS) {
+        compute_tile_fp8(p, mine, mask, kv.sk, it, st);
+      } else {
+        if constexpr (FP8) {  // the 16-bit buffer was last read at it - 1, before the first __syncwarp
+          Tile::template convert_stage<32>(mine, it % STAGES, mine.tid);
+          __syncwarp();
+        }
+        Tile::compute_tile(p, mine, mask, kv.sk, it, st);
       }
-      Tile::compute_tile(p, mine, mask, kv.sk, it, st);
     }
     cp_async_wait<0>();
     merge_and_store(p, mine, st);
+  }
+
+  // Tile::compute_tile on a staged fp8 tile, the fragments converted in registers.
+  __device__ static void compute_tile_fp8(const AttentionParams& p, const Work& w, const MaskT& mask, int sk, int it,
+                                          State& st) {
+    const int n0 = w.keys.n_begin + it * BN, stage = it % STAGES;
+    if (Tile::Sparse::kEnabled && !Tile::tile_visible(w, sk - w.sq, n0)) return;
+    float acc_s[BN / 8][4];
+    RegTile::mma_qk(w.sK8 + stage * KStage::kBytes, w.tid, st.qf, acc_s);
+    Tile::score_and_mask(p, w, mask, sk, n0, st, acc_s);
+    float rescale[2];
+    st.softmax.update(acc_s, rescale);
+    st.softmax.rescale_o(st.acc_o, rescale);
+    RegTile::mma_pv(w.sV8 + stage * VStage::kBytes, w.tid, acc_s, st.acc_o);
   }
 
   // bf16 Q against an fp8 cache: the block's Q tile (landed) into fp16 in place, the warps' maxima
@@ -156,7 +187,12 @@ struct DecodeBw {
     for (int g = 0; g < BN / 16; ++g) {
       const int n = n0 + 16 * g, valid = kv.sk - n;
       const auto rows = kv.group(valid > 0 ? n : n0);
-      if constexpr (FP8) {
+      if constexpr (FP8_REGS) {  // (16-row groups: the swizzle's row bits are the tile's)
+        u8* sk = w.sK8 + stage * KStage::kBytes + 16 * g * T::kHeadDim;
+        u8* sv = w.sV8 + stage * VStage::kBytes + 16 * g * DV;
+        RegTile::KGroup::template load_rows_async<32>(sk, rows.k, valid, w.tid);
+        RegTile::VGroup::template load_rows_async<32>(sv, rows.v, valid, w.tid);
+      } else if constexpr (FP8) {
         u8* sk = w.sK8 + stage * KStage::kBytes + 16 * g * T::kHeadDim;
         u8* sv = w.sV8 + stage * VStage::kBytes + 16 * g * DV;
         Fp8Stage<16, T::kHeadDim>::template load_rows_async<32>(sk, rows.k, valid, w.tid);
@@ -168,6 +204,15 @@ struct DecodeBw {
         VGroup::template load_rows_async<32, 2 * Tile::DV16, DV / 8>(sv + 16 * g * DVP, rows.v, valid, w.tid);
       }
     }
+  }
+
+  // A split part with no keys: LSE -inf for its rows, which the combine weighs 0 without reading
+  // their O (so the block writes 64 bytes, not 16 x Dv floats).
+  __device__ static void store_empty_partial(const AttentionParams& p, const Work& w) {
+    const int row = threadIdx.x;
+    if (row >= w.rows_here) return;
+    const int token = w.q_begin + w.rows.token(row), head = w.rows.head(row);
+    p.lse_partial[((long long)w.split * p.total_q + token) * p.num_q_heads + head] = neg_inf();
   }
 
   // Merge the W warps' states and store the rows: the output and LSE (the sink joins here), or the
@@ -191,9 +236,13 @@ struct DecodeBw {
 #pragma unroll
       for (int i = 0; i < 2 * Tile::DV16; ++i) {
         const int col = i * 8 + st.col0;
-        if (col < DV)  // DV is a multiple of 8 and col0 even: col + 1 < DV too
+        if constexpr (FP8_REGS) {  // columns permuted (RegTile::mma_pv)
+          s_o[(warp * 16 + row) * OS + RegTile::out_col(st.col0, i, 0)] = st.acc_o[i][2 * r];
+          s_o[(warp * 16 + row) * OS + RegTile::out_col(st.col0, i, 1)] = st.acc_o[i][2 * r + 1];
+        } else if (col < DV) {  // DV is a multiple of 8 and col0 even: col + 1 < DV too
           *reinterpret_cast<float2*>(s_o + (warp * 16 + row) * OS + col) =
               make_float2(st.acc_o[i][2 * r], st.acc_o[i][2 * r + 1]);
+        }
       }
     }
     __syncthreads();

@@ -35,25 +35,33 @@ __device__ __forceinline__ void fp8x4_to_f16(u32 w, u32& lo, u32& hi) {
   }
 }
 
-// ROWS rows of COLS fp8 bytes (COLS a multiple of 16) in shared memory, unswizzled: chunk c of row
-// r is the 16 bytes at 16 * (r * COLS / 16 + c), so a warp's conversion reads consecutive chunks.
-template <int ROWS, int COLS>
+// ROWS rows of COLS fp8 bytes (COLS a multiple of 16) in shared memory. SWZ 0: unswizzled, chunk c
+// of row r is the 16 bytes at 16 * (r * COLS / 16 + c), so a warp's conversion reads consecutive
+// chunks. SWZ > 0 (features/kv_fp8_regs.cuh, read straight into fragments): chunk c of row r is at
+// c ^ (r & SWZ) within the row.
+template <int ROWS, int COLS, int SWZ = 0>
 struct Fp8Stage {
   static constexpr int kChunks = COLS / 16;  // per row
   static constexpr int kBytes = ROWS * COLS;
+  static constexpr int kSpan = SWZ < 2 ? SWZ + 1 : SWZ < 4 ? 4 : 8;  // chunks a row's XOR can reach
+
+  // (Checked where used: 16-bit caches name this type without loading through it.)
+  __device__ static int chunk_at(int row, int chunk) {
+    static_assert(COLS % 16 == 0 && SWZ < 8 && kChunks % kSpan == 0, "whole 16-byte chunks; the swizzle stays in the row");
+    return row * kChunks + (chunk ^ (row & SWZ));
+  }
 
   // Rows [0, valid_rows) of a global view (row_ptr(r): row r's first byte); the rest zero-filled,
   // so keys past the end convert to 0 and 0 * P stays finite. One cp.async group left open.
   template <int NTHREADS, class RowPtr>
   __device__ static void load_rows_async(u8* stage, const RowPtr& row_ptr, int valid_rows, int tid) {
-    static_assert(COLS % 16 == 0, "fp8 rows are whole 16-byte chunks");
     const u32 base = smem_u32(stage);
     const u8* any_valid = row_ptr(0);
 #pragma unroll
     for (int i = tid; i < ROWS * kChunks; i += NTHREADS) {
       const int row = i / kChunks, chunk = i % kChunks;
       const bool ok = row < valid_rows;
-      cp_async_16(base + 16u * i, ok ? row_ptr(row) + 16 * chunk : any_valid, ok);
+      cp_async_16(base + 16u * chunk_at(row, chunk), ok ? row_ptr(row) + 16 * chunk : any_valid, ok);
     }
   }
 
@@ -62,6 +70,7 @@ struct Fp8Stage {
   // so the eight lanes of a store phase hit eight different bank groups.
   template <int NTHREADS, class Tile, int CACHE>
   __device__ static void convert(const u8* stage, u16* tile, int tid) {
+    static_assert(SWZ == 0, "the conversion reads chunks in order");
 #pragma unroll
     for (int i = tid; i < ROWS * kChunks; i += NTHREADS) {
       const int row = i / kChunks, c = i % kChunks;

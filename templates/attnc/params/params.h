@@ -105,6 +105,9 @@ struct AttentionParams {
   const float* k_token_scale;
   long long k_token_scale_row_stride, k_token_scale_head_stride, k_token_scale_block_stride;
   const float* v_channel_scale;
+  // The host's bound on KV lengths (0: unknown): decode_bw sizes its split-KV parts from it
+  // (block_range_even_parts).
+  int max_seqlen_k;
 };
 
 }  // namespace attnc

@@ -61,6 +61,23 @@ TEST(DecodeModel, SplitsOnlyWhereTheBlocksCannotSaturateTheMemory) {
   EXPECT_EQ(best_decode_splits(p, {4, 1, 4096, 4, 0}), 1);  // SM count unknown
 }
 
+// One 128k request beside 63 of 2048 keys: counted as 64 full-length requests the model sees no
+// reason to split, and the long request's 8 blocks read 67 MB each while the rest of the GPU
+// idles. With the lengths' sum (260096 keys: about two full-length requests) it splits as for
+// B=2 L=131072, and decode_bw's parts of one size leave each short request in one part.
+TEST(DecodeModel, ARaggedBatchSplitsAsTheFullLengthRequestsItsKeysFill) {
+  const KernelPlan p = llama_decode();
+  SplitShape ragged = shape(64, 131072);
+  EXPECT_LE(best_decode_splits(p, ragged), 2);
+  ragged.seqlen_k_sum = 131072 + 63 * 2048;
+  EXPECT_EQ(best_decode_splits(p, ragged), best_decode_splits(p, shape(2, 131072)));
+  EXPECT_GE(best_decode_splits(p, ragged), 8);
+  EXPECT_EQ(choose_num_splits(p, ragged), best_decode_splits(p, ragged));
+  SplitShape uniform = shape(64, 8192);  // a sum that says the batch is full changes nothing
+  uniform.seqlen_k_sum = 64LL * 8192;
+  EXPECT_EQ(best_decode_splits(p, uniform), best_decode_splits(p, shape(64, 8192)));
+}
+
 TEST(DecodeModel, SplitKvRuleTakesItsCountFromTheModelForDecodeBw) {
   const KernelPlan p = llama_decode();
   EXPECT_EQ(choose_num_splits(p, 16, 1, 32768, 132), best_decode_splits(p, shape(16, 32768)));

@@ -54,10 +54,21 @@ TEST(PlanFp8Kv, PagedKernelsReadFp8FromSm89AndContiguousPrefillReads16Bit) {
 
 TEST(PlanFp8Kv, StagesHoldFp8BytesBesideOne16BitTile) {
   const Spec s = fp8_llama();
-  // decode_bw m16n16w4s3: Q 16 x 128 (2 B); per warp one 16-bit K and V tile of 16 keys and 3 fp8
-  // stages of 16 x (128 + 128) bytes; then 4 warps x 16 rows x (max, sum).
+  // decode_bw m16n16w4s3 at d128 converts in registers: Q 16 x 128 (2 B); per warp 3 fp8 stages of
+  // 16 x (128 + 128) bytes; then 4 warps x 16 rows x (max, sum).
   const KernelPlan bw = plan_default(s, KernelKind::decode, "sm_90a");
-  EXPECT_EQ(bw.smem_bytes, 2 * 16 * 128 + 4 * (2 * 16 * 256 + 3 * 16 * 256) + 4 * 2 * 4 * 16);
+  EXPECT_EQ(bw.smem_bytes, 2 * 16 * 128 + 4 * (3 * 16 * 256) + 4 * 2 * 4 * 16);
+  // At d96 (not a multiple of 64) each warp converts into one 16-bit K and V tile (rows padded to 128).
+  Spec d96 = s;
+  d96.head_dim = d96.head_dim_v = 96;
+  EXPECT_EQ(plan_default(d96, KernelKind::decode, "sm_90a").smem_bytes,
+            2 * 16 * 128 + 4 * (2 * 16 * 256 + 3 * 16 * 192) + 4 * 2 * 4 * 16);
+  // Two stages at d64 are smaller than the warps' merge (4 x 16 x (64 + 8) floats), which sizes the area.
+  Spec d64 = s;
+  d64.head_dim = d64.head_dim_v = 64;
+  Config c2 = default_config(d64, KernelKind::decode, "sm_90a");
+  c2.stages = 2;
+  EXPECT_EQ(plan_kernel(d64, KernelKind::decode, c2, "sm_90a").smem_bytes, 4 * 4 * 16 * 72 + 4 * 2 * 4 * 16);
   // decode_split m64n64w4s2: Q 64 x 128, one 16-bit K and V tile, 2 fp8 stages.
   const KernelPlan split = plan_default(s, KernelKind::decode, "sm_89");
   EXPECT_EQ(split.smem_bytes, 2 * 64 * 128 + 2 * 64 * 256 + 2 * 64 * 256);

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "attnc/params/split_combine_shape.h"
+#include "generator/decode_model.h"
 #include "generator/spec/spec_parse.h"
 
 namespace attnc {
@@ -189,6 +190,40 @@ TEST(SearchSpace, PointsListBaselineFirstAndPrunedOnce) {
   }
   EXPECT_EQ(baselines, 1);
   EXPECT_GT(pruned, 0);  // d256 at BN 128
+}
+
+// With the SM count, decode_bw's configs keep 0 and the model's three best split counts and come
+// in the order of their best prediction (the search's budget goes to the likely winners first);
+// decode_split's keep every count. Without it the space is the full one.
+TEST(SearchSpace, DecodeBwPointsFollowTheModel) {
+  const Spec s = spec_from();
+  const ShapeBucket b{KernelKind::decode, 64, 1, 8192};
+  const auto full = search_space(s, KernelKind::decode, b, "sm_90a", 227 * 1024);
+  const auto modelled = search_space(s, KernelKind::decode, b, "sm_90a", 227 * 1024, 132);
+  EXPECT_LT(modelled.size(), full.size());
+  ASSERT_FALSE(modelled.empty());
+  EXPECT_TRUE(modelled.front().baseline);
+  const Problem p = b.representative();
+  const SplitShape call{p.batch, 1, p.max_seqlen_k, p.batch, 132};
+  double last = 0;
+  Config current;
+  int counts = 0;
+  for (std::size_t i = 1; i < modelled.size(); ++i) {
+    const SpacePoint& pt = modelled[i];
+    if (!pt.pruned.empty() || pt.choice.config.family != "decode_bw") continue;
+    if (!(pt.choice.config == current)) {
+      current = pt.choice.config;
+      counts = 0;
+      const KernelPlan plan = plan_kernel(s, KernelKind::decode, current, "sm_90a");
+      double best = predict_decode_seconds(plan, call, best_decode_splits(plan, call));
+      for (int n : split_counts(s, KernelKind::decode, current, b))
+        if (n > 0) best = std::min(best, predict_decode_seconds(plan, call, n));
+      EXPECT_GE(best, last * (1 - 1e-9)) << current.short_name();  // (two units may round differently)
+      last = best;
+    }
+    EXPECT_LE(++counts, 1 + kModelledSplits) << current.short_name();
+  }
+  EXPECT_GT(last, 0);
 }
 
 }  // namespace
