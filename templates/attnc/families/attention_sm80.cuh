@@ -231,19 +231,19 @@ struct AttentionSm80 {
     if constexpr (FP8) {
       KStage::template load_rows_async<NTHREADS>(w.sK8 + stage * KStage::kBytes, kv.k_rows(n0), kv.sk - n0, w.tid);
       VStage::template load_rows_async<NTHREADS>(w.sV8 + stage * VStage::kBytes, kv.v_rows(n0), kv.sk - n0, w.tid);
-      return;
+    } else {
+      unsigned char* raw = w.sRaw + stage * kRawStageBytes;
+      if constexpr (I8 != Int8Mode::none)
+        RawK::template load_async<NTHREADS>(raw, kv.k_rows(n0), kv.sk - n0, w.tid);
+      else
+        KTile::template load_rows_async<NTHREADS, 2 * KSTEPS, D / 8>(w.sK + stage * KTile::kElems, kv.k_rows(n0),
+                                                                      kv.sk - n0, w.tid);
+      if constexpr (I8 == Int8Mode::qkv)
+        RawV::template load_async<NTHREADS>(raw + RawK::kBytes, kv.v_rows(n0), kv.sk - n0, w.tid);
+      else
+        VTile::template load_rows_async<NTHREADS, 2 * DV16, DV / 8>(w.sV + stage * VTile::kElems, kv.v_rows(n0),
+                                                                     kv.sk - n0, w.tid);
     }
-    unsigned char* raw = w.sRaw + stage * kRawStageBytes;
-    if constexpr (I8 != Int8Mode::none)
-      RawK::template load_async<NTHREADS>(raw, kv.k_rows(n0), kv.sk - n0, w.tid);
-    else
-      KTile::template load_rows_async<NTHREADS, 2 * KSTEPS, D / 8>(w.sK + stage * KTile::kElems, kv.k_rows(n0),
-                                                                    kv.sk - n0, w.tid);
-    if constexpr (I8 == Int8Mode::qkv)
-      RawV::template load_async<NTHREADS>(raw + RawK::kBytes, kv.v_rows(n0), kv.sk - n0, w.tid);
-    else
-      VTile::template load_rows_async<NTHREADS, 2 * DV16, DV / 8>(w.sV + stage * VTile::kElems, kv.v_rows(n0),
-                                                                   kv.sk - n0, w.tid);
   }
 
   // Q with the first tile, then the rest of the pipeline's depth.
