@@ -65,9 +65,14 @@ def main():
     os.environ.setdefault("ATTNC_CACHE_DIR", os.path.join(work, "cache"))
     print("| shape | step | kernel | ms | TFLOP/s | × its base step |")
     print("|---|---|---|---|---|---|")
+    shapes = []
     for shape in a.shapes.split(","):
-        d, mask = shape.split(":")
-        d, causal = int(d), mask == "causal"
+        d, _, mask = shape.partition(":")
+        if not d.isdigit() or mask not in ("causal", "none"):
+            ap.error(f"--shapes: '{shape}' is not head_dim:mask (mask causal or none), e.g. 128:causal")
+        shapes.append((int(d), mask))
+    for d, mask in shapes:
+        causal = mask == "causal"
         spec = os.path.join(work, f"d{d}-{mask}.yaml")
         with open(spec, "w") as f:
             f.write(spec_text(d, causal))

@@ -57,4 +57,15 @@ void ArgCheck::lse_strides(const char* name, long long token, long long head, in
   head_out = head;
 }
 
+void ArgCheck::optional_output_lse(const void* output_lse, long long token, long long head, int num_tokens, int heads,
+                                   long long& token_out, long long& head_out) const {
+  if (!output_lse) {
+    require(token == 0 && head == 0, "output_lse strides given but output_lse is null");
+    return;
+  }
+  pointer("output_lse", output_lse, 4);
+  lse_strides("output_lse", token, head, num_tokens, token_out, head_out);
+  disjoint("output_lse", 1, {{"token", num_tokens, token_out}, {"head", heads, head_out}});
+}
+
 }  // namespace attnc

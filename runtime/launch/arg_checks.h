@@ -37,6 +37,10 @@ class ArgCheck {
   // [num_heads, num_tokens]; the resolved pair goes to token_out, head_out.
   void lse_strides(const char* name, long long token, long long head, int num_tokens, long long& token_out,
                    long long& head_out) const;
+  // The optional output LSE of merge and lse_correct: when given, aligned, its strides resolved as
+  // above and its (token, head) elements distinct; when null, no strides either.
+  void optional_output_lse(const void* output_lse, long long token, long long head, int num_tokens, int heads,
+                           long long& token_out, long long& head_out) const;
 
  private:
   std::string op_;

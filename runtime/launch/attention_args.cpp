@@ -355,6 +355,7 @@ AttentionLaunch prepare_attention(const KernelPlan& plan, const AttentionArgs& a
           plan.sinks ? "sinks [Hq] is required: the spec has sinks" : "sinks given but the spec has no sinks");
   p.sinks = a.sinks;
 
+  require(a.seqlen_k_sum >= 0, "seqlen_k_sum must be >= 0 (the KV lengths summed; 0: unknown), got ", a.seqlen_k_sum);
   int splits = a.num_splits;
   require(splits >= 1 && splits <= kMaxSplits, "num_splits must be in 1..", kMaxSplits,
           " (decide it with decide_num_splits, generator/split_kv.h), got ", splits);

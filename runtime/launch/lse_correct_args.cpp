@@ -69,16 +69,8 @@ LseCorrectLaunch prepare_lse_correct(const KernelPlan& plan, const LseCorrectArg
   p.lses_rank_stride = lses_default ? (long long)a.num_tokens * heads : a.lses_rank_stride;
   p.lses_token_stride = lses_default ? heads : a.lses_token_stride;
   p.lses_head_stride = lses_default ? 1 : a.lses_head_stride;
-  if (a.output_lse) {
-    c.pointer("output_lse", a.output_lse, 4);
-    c.lse_strides("output_lse", a.output_lse_token_stride, a.output_lse_head_stride, a.num_tokens,
-                  p.out_lse_token_stride, p.out_lse_head_stride);
-    c.disjoint("output_lse", 1,
-               {{"token", a.num_tokens, p.out_lse_token_stride}, {"head", heads, p.out_lse_head_stride}});
-  } else {
-    c.require(a.output_lse_token_stride == 0 && a.output_lse_head_stride == 0,
-              "output_lse strides given but output_lse is null");
-  }
+  c.optional_output_lse(a.output_lse, a.output_lse_token_stride, a.output_lse_head_stride, a.num_tokens, heads,
+                        p.out_lse_token_stride, p.out_lse_head_stride);
 
   p.out = a.output;
   p.partial = a.partial;

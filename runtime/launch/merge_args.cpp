@@ -61,15 +61,8 @@ MergeLaunch prepare_merge(const KernelPlan& plan, const MergeArgs& a) {
                 p.prefix_lse_token_stride, p.prefix_lse_head_stride);
   c.lse_strides("suffix_lse", a.suffix_lse_token_stride, a.suffix_lse_head_stride, a.num_tokens,
                 p.suffix_lse_token_stride, p.suffix_lse_head_stride);
-  if (a.output_lse) {
-    c.pointer("output_lse", a.output_lse, 4);
-    c.lse_strides("output_lse", a.output_lse_token_stride, a.output_lse_head_stride, a.num_tokens,
-                  p.out_lse_token_stride, p.out_lse_head_stride);
-    c.disjoint("output_lse", 1, {{"token", a.num_tokens, p.out_lse_token_stride}, {"head", heads, p.out_lse_head_stride}});
-  } else {
-    c.require(a.output_lse_token_stride == 0 && a.output_lse_head_stride == 0,
-              "output_lse strides given but output_lse is null");
-  }
+  c.optional_output_lse(a.output_lse, a.output_lse_token_stride, a.output_lse_head_stride, a.num_tokens, heads,
+                        p.out_lse_token_stride, p.out_lse_head_stride);
 
   p.out = a.output;
   p.prefix = a.prefix_output;

@@ -14,6 +14,16 @@
 
 namespace attnc {
 
+// The cache slot token t writes: its page and position there. Slots < 0 (vLLM's padding, -1) and
+// past the cache are never written (false).
+__device__ __forceinline__ bool cache_slot(const CacheWriteParams& p, int t, long long& page, long long& pos) {
+  const long long slot = p.slot_mapping[t];
+  if (slot < 0 || slot >= p.num_slots) return false;
+  page = slot / p.block_size;
+  pos = slot - page * p.block_size;
+  return true;
+}
+
 template <class T>
 struct CacheWrite {
   using E = typename T::Element;
@@ -21,10 +31,8 @@ struct CacheWrite {
 
   __device__ static void run(const CacheWriteParams& p) {
     const int t = blockIdx.x;
-    const long long slot = p.slot_mapping[t];
-    if (slot < 0 || slot >= p.num_slots) return;  // padding (-1); past the cache: never written
-    const long long page = slot / p.block_size;
-    const long long pos = slot - page * p.block_size;
+    long long page, pos;
+    if (!cache_slot(p, t, page, pos)) return;
     write_row(p, static_cast<const u16*>(p.key) + t * p.key_row_stride, p.key_head_stride, p.head_size, p.key_cache,
               page * p.kc_block_stride + pos * p.kc_page_stride, p.kc_head_stride, p.k_scale);
     write_row(p, static_cast<const u16*>(p.value) + t * p.value_row_stride, p.value_head_stride, p.head_size_v,

@@ -10,6 +10,7 @@
 
 #include "attnc/core/convert.cuh"
 #include "attnc/core/ptx.cuh"
+#include "attnc/families/cache_write.cuh"  // cache_slot
 #include "attnc/params/ops_params.h"
 
 namespace attnc {
@@ -66,10 +67,8 @@ struct CacheWriteInt8 {
 
   __device__ static void run(const CacheWriteParams& p) {
     const int t = blockIdx.x;
-    const long long slot = p.slot_mapping[t];
-    if (slot < 0 || slot >= p.num_slots) return;  // padding (-1); past the cache: never written
-    const long long page = slot / p.block_size;
-    const long long pos = slot - page * p.block_size;
+    long long page, pos;
+    if (!cache_slot(p, t, page, pos)) return;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const u16* key = static_cast<const u16*>(p.key) + t * p.key_row_stride;
     const u16* value = static_cast<const u16*>(p.value) + t * p.value_row_stride;

@@ -479,6 +479,14 @@ TEST(AttentionArgs, RejectsMissingOrExtraAlibiAndSinks) {
   expect_bad(plan_for(llama()), a, "sinks given but the spec has no sinks");
 }
 
+TEST(AttentionArgs, SeqlenKSumIsAHostSumOrZero) {
+  PagedCall c;
+  c.a.seqlen_k_sum = -5;  // a caller's mistake, not "unknown": the split choice would read it silently
+  expect_bad(decode_plan(), c.args(), "seqlen_k_sum must be >= 0 (the KV lengths summed; 0: unknown), got -5");
+  c.a.seqlen_k_sum = 0;
+  EXPECT_NO_THROW(prepare_attention(decode_plan(), c.args()));
+}
+
 TEST(AttentionArgs, SplitKvNeedsASplitKernelAndAWorkspace) {
   PagedCall c;
   c.a.num_splits = -1;
