@@ -246,7 +246,7 @@ typedef struct attnc_merge {
   float* output_lse; /* optional */
   int num_tokens;
   int num_heads; /* 0: the spec's num_q_heads */
-  int head_size; /* 0: the spec's head_dim_v */
+  int head_size; /* 0: the spec's head_dim_v (MLA specs: or kv_lora_rank) */
   long long output_row_stride, output_head_stride;
   long long prefix_row_stride, prefix_head_stride;
   long long suffix_row_stride, suffix_head_stride;
@@ -342,7 +342,7 @@ typedef struct attnc_lse_correct {
   float* output_lse;   /* optional; [num_heads, num_tokens] by default */
   int num_tokens;
   int num_heads;  /* 0: the spec's num_q_heads */
-  int head_size;  /* 0: the spec's head_dim_v; a multiple of 8 */
+  int head_size;  /* 0: the spec's head_dim_v (MLA specs: or kv_lora_rank); a multiple of 8 */
   int world_size; /* N >= 1 */
   int rank;       /* 0 <= rank < N */
   int heads_per_chunk; /* divides num_heads; 0: num_heads (one chunk, the plain layout) */

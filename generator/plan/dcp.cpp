@@ -38,9 +38,6 @@ long long dcp_max_local_len(const DcpShard& s, long long max_len) {
 
 Spec dcp_context_spec(const Spec& local, int world_size) {
   check_dcp_shard({world_size, 1});
-  if (local.mla.enabled)
-    throw NotSupportedYet("decode context parallelism for MLA specs (vLLM's MLA path: q gathered as [B, N*H, 576] "
-                          "over the latent shard; not built or tested yet)");
   if (local.alibi != Alibi::none)
     throw NotSupportedYet("ALiBi with decode context parallelism (the bias needs each key's global position; "
                           "a rank's kernel sees its shard's local indices)");
@@ -59,6 +56,9 @@ Spec dcp_context_spec(const Spec& local, int world_size) {
   Spec s = local;
   s.name = local.name + "-dcp" + std::to_string(world_size);
   s.num_q_heads = local.num_q_heads * world_size;
+  // MLA: the shard pass is the absorbed decode (MQA over the one latent head, q gathered as
+  // [T, N*H, 576]); the spec's num_kv_heads is its MHA prefill's, which follows num_q_heads.
+  if (s.mla.enabled) s.num_kv_heads = s.num_q_heads;
   s.mask = MaskSpec{MaskKind::none, -1, -1};
   if (s.lse.layout == LseLayout::none) s.lse.layout = LseLayout::head_major;
   s.kernels = KernelSet{};

@@ -34,9 +34,9 @@ void check_dcp_shard(const DcpShard&);
 // query heads, no mask, the LSE returned (head-major, base e unless `local` says otherwise),
 // kernels [decode]. Refuses with NotSupportedYet what a shard cannot compute: ALiBi and sliding
 // windows (they need each key's global position; the kernels see local indices), attention sinks
-// (each rank would count the sink once: N times in all), block sparsity (positional), MLA (its
-// latent shard pass is not built or tested yet). Throws std::invalid_argument for world_size < 1 or a head
-// count past the limit.
+// (each rank would count the sink once: N times in all), block sparsity (positional). An MLA
+// layer's context pass is its absorbed decode (mla_decode) over the rank's latent shard. Throws
+// std::invalid_argument for world_size < 1 or a head count past the limit.
 Spec dcp_context_spec(const Spec& local, int world_size);
 
 }  // namespace attnc

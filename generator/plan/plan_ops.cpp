@@ -18,7 +18,10 @@ bool is_fp8(KvDType d) { return d == KvDType::fp8_e4m3 || d == KvDType::fp8_e5m2
 
 // What the op templates cannot express yet; each line names the feature.
 void check_supported(const Spec& s, KernelKind kind, const ArchInfo& arch) {
-  const int dims[] = {kind == KernelKind::cache_write ? s.head_dim : s.head_dim_v, s.head_dim_v};
+  // MLA: merge and lse_correct also take absorbed decode's rows of the latent V (kv_lora_rank).
+  const bool latent = s.mla.enabled && kind != KernelKind::cache_write;
+  const int dims[] = {kind == KernelKind::cache_write ? s.head_dim : s.head_dim_v, s.head_dim_v,
+                      latent ? s.mla.kv_lora_rank : s.head_dim_v};
   for (int d : dims)
     if (d % 8 != 0 || d < 8)
       throw NotSupportedYet("head dim " + std::to_string(d) + " in " + to_string(kind) +

@@ -15,6 +15,12 @@ cache: token t lives on rank (t // I) % N (I = interleave_size). A decode step i
     out, lse = dcp.decode(q, k_cache, v_cache, block_table, context_lens, max_context_len,
                           new_out=new_out, new_lse=new_lse)
 
+An MLA layer (an `mla:` spec) steps with dcp.mla_decode(q, kv_cache, block_table, context_lens,
+max_context_len, softmax_scale): the absorbed decode over the rank's latent shard (V = 512 wide),
+then the same correction and merge. A step never synchronises with the host: after one eager step
+of the shape (kernels loaded) and dcp.reserve(...), it can be captured in a CUDA graph and replayed
+on fresh inputs (torch's NCCL collectives are capturable).
+
 The shard arithmetic below works on ints and on torch integer tensors alike.
 """
 from .attention import Attention
@@ -89,6 +95,16 @@ class DcpAttention:
     def local_seq_lens(self, seq_lens):
         return local_seq_lens(seq_lens, self.world_size, self.rank, self.interleave_size)
 
+    def max_local_seq_len(self, max_context_len):
+        return max_local_seq_len(max_context_len, self.world_size, self.interleave_size)
+
+    def reserve(self, batch, max_context_len, max_seqlen_q=1, max_num_splits=0):
+        """Sizes the shard pass's split-KV workspace for every step up to batch requests of
+        max_context_len tokens (over all ranks) and max_seqlen_q query tokens each. Call it before
+        capturing a step in a CUDA graph: a step then allocates nothing outside torch's graph pool."""
+        self.context.reserve(batch=batch, max_seqlen_k=self.max_local_seq_len(max_context_len),
+                             max_seqlen_q=max_seqlen_q, max_num_splits=max_num_splits)
+
     def decode(self, q, k_cache, v_cache, block_table, context_lens, max_context_len, new_out=None, new_lse=None,
                out=None, out_lse=None, **extra):
         """q [num_tokens, H_local, D] (one token per request, or with cu_seqlens_q / max_seqlen_q in
@@ -97,31 +113,64 @@ class DcpAttention:
         bound of them (host int). Returns (out [num_tokens, H_local, Dv], lse [H_local, num_tokens]
         fp32): the attention over the whole context, merged with the new tokens' pass when new_out
         ([num_tokens, H_local, Dv]) and new_lse ([H_local, num_tokens]) are given. Other keywords go
-        to the context layer's decode (softmax_scale, num_splits, ...). Every rank must call it."""
-        import torch
-        import torch.distributed as dist
-        n, r = self.world_size, self.rank
-        tokens, h_local = q.shape[0], q.shape[1]
-        if h_local * n != self.context.spec["num_q_heads"]:
-            raise ValueError(f"q has {h_local} heads; the layer has {self.layer.spec['num_q_heads']}")
+        to the context layer's decode (softmax_scale, num_splits, ...). Every rank must call it.
+        No host synchronisation: once a step of this shape has run (kernels loaded) and reserve()
+        sized the workspace, a step can be captured in a CUDA graph (docs/dcp.md)."""
+        self._check_step(q, new_out, new_lse)
+        part, lse = self.context.decode(self._gather_heads(q), k_cache, v_cache, block_table,
+                                        self.local_seq_lens(context_lens), self.max_local_seq_len(max_context_len),
+                                        **extra)
+        return self._combine(part, lse, q.shape[1], new_out, new_lse, out, out_lse)
+
+    def mla_decode(self, q, kv_cache, block_table, context_lens, max_context_len, softmax_scale, q_pe=None,
+                   new_out=None, new_lse=None, out=None, out_lse=None, **extra):
+        """DCP over an MLA layer (attention-semantics.md §7.3, §9): the absorbed decode over this
+        rank's shard of the latent cache, then the same correction and merge as decode(). q
+        [num_tokens, H_local, 576], or q_nope [num_tokens, H_local, 512] with q_pe [.., 64] (joined
+        here so one all-gather carries both); kv_cache this rank's latent shard [num_blocks,
+        page_size, 576]; context_lens, max_context_len as decode(); softmax_scale the layer's.
+        new_out [num_tokens, H_local, 512] and new_lse [H_local, num_tokens]: the new tokens' pass
+        (e.g. self.layer.mla_decode over their latent rows). 1-2 query tokens per request go as
+        cu_seqlens_q / max_seqlen_q in extra; other keywords (k_scale, k_descale, num_splits) go
+        to the context layer's mla_decode. Returns (out [num_tokens, H_local, 512], lse)."""
+        self._check_step(q, new_out, new_lse)
+        if q_pe is not None:
+            import torch
+            q = torch.cat((q, q_pe), dim=-1)
+        part, lse = self.context.mla_decode(self._gather_heads(q), kv_cache, block_table,
+                                            self.local_seq_lens(context_lens),
+                                            self.max_local_seq_len(max_context_len), softmax_scale, **extra)
+        return self._combine(part, lse, q.shape[1], new_out, new_lse, out, out_lse)
+
+    # --- the steps every rank runs
+
+    def _check_step(self, q, new_out, new_lse):
+        if q.shape[1] * self.world_size != self.context.spec["num_q_heads"]:
+            raise ValueError(f"q has {q.shape[1]} heads; the layer has {self.layer.spec['num_q_heads']}")
         if (new_out is None) != (new_lse is None):
             raise ValueError("new_out and new_lse come together (the new tokens' pass and its LSE)")
-        # 1. The N ranks' query heads, rank-major: head r * H_local + j is rank r's head j.
+
+    def _gather_heads(self, q):
+        """The N ranks' query heads, rank-major: head r * H_local + j is rank r's head j."""
+        import torch
+        import torch.distributed as dist
+        n, tokens, h_local = self.world_size, q.shape[0], q.shape[1]
         gathered = torch.empty((n,) + tuple(q.shape), dtype=q.dtype, device=q.device)
         dist.all_gather_into_tensor(gathered, q.contiguous(), group=self.group)
-        q_all = gathered.permute(1, 0, 2, 3).reshape(tokens, n * h_local, q.shape[2])
-        # 2. The shard pass.
-        lens = self.local_seq_lens(context_lens)
-        part, lse = self.context.decode(q_all, k_cache, v_cache, block_table, lens,
-                                        max_local_seq_len(max_context_len, n, self.interleave_size), **extra)
-        # 3. Every rank's LSEs, then the correction into the reduce-scatter's chunks.
+        return gathered.permute(1, 0, 2, 3).reshape(tokens, n * h_local, q.shape[2])
+
+    def _combine(self, part, lse, h_local, new_out, new_lse, out, out_lse):
+        """Every rank's LSEs gathered, lse_correct into the reduce-scatter's chunks, the sum over
+        the shards of this rank's heads, then the new tokens' pass merged in (when given)."""
+        import torch
+        import torch.distributed as dist
+        n, r, tokens, dv = self.world_size, self.rank, part.shape[0], part.shape[2]
         lses = torch.empty((n,) + tuple(lse.shape), dtype=lse.dtype, device=lse.device)
         dist.all_gather_into_tensor(lses, lse.contiguous(), group=self.group)
-        chunks = torch.empty((n, tokens, h_local, part.shape[2]), dtype=part.dtype, device=part.device)
-        total_lse = torch.empty((n * h_local, tokens), dtype=torch.float32, device=q.device)
+        chunks = torch.empty((n, tokens, h_local, dv), dtype=part.dtype, device=part.device)
+        total_lse = torch.empty((n * h_local, tokens), dtype=torch.float32, device=part.device)
         self.context.lse_correct(chunks, part, lses, r, output_lse=total_lse)
-        # 4. Sum over the shards, this rank's heads only.
-        mine = torch.empty((tokens, h_local, part.shape[2]), dtype=part.dtype, device=part.device)
+        mine = torch.empty((tokens, h_local, dv), dtype=part.dtype, device=part.device)
         dist.reduce_scatter_tensor(mine, chunks, op=dist.ReduceOp.SUM, group=self.group)
         mine_lse = total_lse[r * h_local:(r + 1) * h_local]
         if new_out is None:
@@ -132,7 +181,6 @@ class DcpAttention:
                 out_lse.copy_(mine_lse)
                 mine_lse = out_lse
             return mine, mine_lse
-        # 5. The new tokens' pass merged in.
         if out is None:
             out = torch.empty_like(mine)
         if out_lse is None:

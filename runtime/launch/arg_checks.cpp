@@ -68,4 +68,16 @@ void ArgCheck::optional_output_lse(const void* output_lse, long long token, long
   disjoint("output_lse", 1, {{"token", num_tokens, token_out}, {"head", heads, head_out}});
 }
 
+int ArgCheck::output_head_size(int head_size, const Spec& spec, int head_dim_v) const {
+  require(head_size >= 0 && head_size % 8 == 0, "head_size must be a multiple of 8 (16-byte chunks; 0: the spec's), got ",
+          head_size);
+  const int d = head_size ? head_size : head_dim_v;
+  if (spec.mla.enabled)
+    require(d == head_dim_v || d == spec.mla.kv_lora_rank, "head_size ", d, " is neither the spec's head_dim_v ",
+            head_dim_v, " nor its kv_lora_rank ", spec.mla.kv_lora_rank, " (MLA absorbed decode's outputs)");
+  else
+    require(d == head_dim_v, "head_size ", d, " does not match the spec's head_dim_v ", head_dim_v);
+  return d;
+}
+
 }  // namespace attnc

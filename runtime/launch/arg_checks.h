@@ -41,6 +41,10 @@ class ArgCheck {
   // above and its (token, head) elements distinct; when null, no strides either.
   void optional_output_lse(const void* output_lse, long long token, long long head, int num_tokens, int heads,
                            long long& token_out, long long& head_out) const;
+  // The head size of merge's and lse_correct's outputs: `head_size` (0: the spec's head_dim_v), a
+  // multiple of 8 (16-byte chunks) that is head_dim_v or, for an MLA spec, kv_lora_rank (the absorbed
+  // decode's outputs are rows of the latent V, 512 wide for DeepSeek; prefill's are head_dim_v).
+  int output_head_size(int head_size, const Spec& spec, int head_dim_v) const;
 
  private:
   std::string op_;

@@ -22,10 +22,7 @@ LseCorrectLaunch prepare_lse_correct(const KernelPlan& plan, const LseCorrectArg
   const int heads = a.num_heads ? a.num_heads : s.num_q_heads;
   c.require(heads == s.num_q_heads, "num_heads ", heads, " does not match the spec's num_q_heads ", s.num_q_heads);
   c.require(heads <= 65535, "num_heads must be <= 65535 (grid y), got ", heads);
-  c.require(a.head_size >= 0 && a.head_size % 8 == 0,
-            "head_size must be a multiple of 8 (16-byte chunks; 0: the spec's), got ", a.head_size);
-  const int d = a.head_size ? a.head_size : plan.head_dim_v;
-  c.require(d == plan.head_dim_v, "head_size ", d, " does not match the spec's head_dim_v ", plan.head_dim_v);
+  const int d = c.output_head_size(a.head_size, s, plan.head_dim_v);
   c.require(a.world_size >= 1, "world_size must be >= 1 (the ranks whose LSEs are gathered), got ", a.world_size);
   c.require(a.rank >= 0 && a.rank < a.world_size, "rank must be in [0, world_size = ", a.world_size, "), got ",
             a.rank);

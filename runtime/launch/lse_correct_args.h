@@ -28,7 +28,7 @@ struct LseCorrectArgs {
 
   int num_tokens = 0;
   int num_heads = 0;   // 0: the spec's num_q_heads
-  int head_size = 0;   // 0: the spec's head_dim_v; a multiple of 8
+  int head_size = 0;   // 0: the spec's head_dim_v; a multiple of 8 (MLA: or kv_lora_rank, decode's V)
   int world_size = 0;  // N >= 1
   int rank = 0;        // 0 <= rank < N: whose partial this is
   // Output head h goes to chunk h / heads_per_chunk (the reduce-scatter's rank); 0: num_heads.

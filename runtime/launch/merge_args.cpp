@@ -20,10 +20,7 @@ MergeLaunch prepare_merge(const KernelPlan& plan, const MergeArgs& a) {
   c.require(a.num_heads >= 0, "num_heads must be >= 0 (0: the spec's), got ", a.num_heads);
   const int heads = a.num_heads ? a.num_heads : s.num_q_heads;
   c.require(heads == s.num_q_heads, "num_heads ", heads, " does not match the spec's num_q_heads ", s.num_q_heads);
-  c.require(a.head_size >= 0 && a.head_size % 8 == 0,
-            "head_size must be a multiple of 8 (16-byte chunks; 0: the spec's), got ", a.head_size);
-  const int d = a.head_size ? a.head_size : plan.head_dim_v;
-  c.require(d == plan.head_dim_v, "head_size ", d, " does not match the spec's head_dim_v ", plan.head_dim_v);
+  const int d = c.output_head_size(a.head_size, s, plan.head_dim_v);
   const long long chunks = (long long)a.num_tokens * (d / 8);
   c.require(chunks <= INT_MAX - kMergeThreads, "num_tokens ", a.num_tokens,
             " is too large: num_tokens * head_size / 8 must be < 2^31");

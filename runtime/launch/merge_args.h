@@ -27,7 +27,7 @@ struct MergeArgs {
 
   int num_tokens = 0;
   int num_heads = 0;   // 0: the spec's num_q_heads
-  int head_size = 0;   // 0: the spec's head_dim_v; a multiple of 8
+  int head_size = 0;   // 0: the spec's head_dim_v; a multiple of 8 (MLA: or kv_lora_rank, decode's V)
 
   // Element strides; 0 = contiguous [num_tokens, num_heads, head_size].
   long long output_row_stride = 0, output_head_stride = 0;

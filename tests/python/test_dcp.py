@@ -82,6 +82,23 @@ class ContextLayer(unittest.TestCase):
                 # The context pass is planned like any decode (no GPU needed to plan).
                 self.assertIn("config", ctx.select("decode", 8, 1, 4096))
 
+    def test_mla_context_is_the_absorbed_decode(self):
+        mla = ("version: 1\nname: ds\nnum_q_heads: 16\nkv_cache: {dtype: same, layout: NHD, page_size: 64}\n"
+               "lse: {layout: head_major, base: e}\nmla: {kv_lora_rank: 512, qk_rope_head_dim: 64, "
+               "qk_nope_head_dim: 128, v_head_dim: 128}\nkernels: [decode]\n")
+        with attnc.Attention(mla, db=self.db, device_info=DEVICE) as layer:
+            with attnc.Attention(layer.dcp_context_yaml(2), db=self.db, device_info=DEVICE) as ctx:
+                self.assertEqual(ctx.spec["num_q_heads"], 32)
+                self.assertEqual(ctx.spec["lse_layout"], "head_major")
+                self.assertEqual(ctx.select("decode", 8, 2, 4096)["config"]["family"], "mla_decode")
+                # The correction and the merge take the latent V rows (512) on an MLA layer.
+                part = FakeCuda(3, 32, 512, dtype="bfloat16")
+                with self.assertRaisesRegex(attnc.AttncError, r"rank must be in \[0, world_size = 2\), got 2"):
+                    ctx.lse_correct(FakeCuda(2, 3, 16, 512, dtype="bfloat16"), part, FakeCuda(2, 32, 3), 2, stream=0)
+                with self.assertRaisesRegex(attnc.AttncError, "head_size 576 is neither"):
+                    ctx.lse_correct(FakeCuda(3, 32, 576, dtype="bfloat16"), FakeCuda(3, 32, 576, dtype="bfloat16"),
+                                    FakeCuda(2, 32, 3), 0, stream=0)
+
     def test_refused_features(self):
         for extra, says in (("alibi: linear\n", "ALiBi"), ("sinks: true\n", "attention sinks")):
             with attnc.Attention(LAYER + extra, db=self.db, device_info=DEVICE) as layer:
@@ -112,14 +129,29 @@ def gpu_count():
         return 0
 
 
+def run_ranks(test, world):
+    """dcp_two_gpu.py on `world` GPUs: per rank, 2 FlashAttention layers (+ MLA on sm_90) x 2
+    interleave sizes, and 2 CUDA-graph cases; every one PASS."""
+    import torch
+    kinds = 3 if torch.cuda.get_device_capability(0) >= (9, 0) else 2
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "dcp_two_gpu.py")
+    r = subprocess.run([sys.executable, script, "--world", str(world), "--no-bench"], capture_output=True, text=True,
+                       timeout=900)
+    print(r.stdout[-6000:], r.stderr[-4000:])
+    test.assertEqual(r.returncode, 0)
+    test.assertEqual(r.stdout.count(" PASS "), (kinds * 2 + 2) * world)
+
+
+@unittest.skipUnless(gpu_count() >= 1, "needs torch and a GPU")
+class OneGpu(unittest.TestCase):
+    def test_one_rank_group_against_float64_and_graph_replay(self):
+        run_ranks(self, 1)
+
+
 @unittest.skipUnless(gpu_count() >= 2, "needs torch and 2 GPUs")
 class TwoGpus(unittest.TestCase):
     def test_dcp_against_single_gpu_and_float64(self):
-        script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "dcp_two_gpu.py")
-        r = subprocess.run([sys.executable, script, "--no-bench"], capture_output=True, text=True, timeout=600)
-        print(r.stdout[-4000:], r.stderr[-4000:])
-        self.assertEqual(r.returncode, 0)
-        self.assertEqual(r.stdout.count("PASS"), 8)  # 2 layers x 2 interleave sizes x 2 ranks
+        run_ranks(self, 2)
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <vector>
 
 #include "generator/generate.h"
 #include "generator/spec/spec_parse.h"
@@ -25,7 +26,9 @@ struct GenOptions {
 void run_gen(const GenOptions& o) {
   const Spec s = load_spec(o.spec);
   const std::string arch = o.arch.empty() ? "sm_90a" : o.arch;
-  for (KernelKind kind : kernels_of(s)) {
+  std::vector<KernelKind> kinds = kernels_of(s);
+  kinds.push_back(KernelKind::lse_correct);  // an op of every layer (DCP), never in its kernels: list
+  for (KernelKind kind : kinds) {
     if (o.kernel != to_string(kind)) continue;
     const SpecKernel k = generate_kernel(s, kind, arch, o.config);
     if (!k.source) throw Failed(o.spec + ": " + to_string(k.kind) + ": " + k.skipped);
@@ -74,7 +77,7 @@ void add_gen(CLI::App& app) {
   auto* cmd = app.add_subcommand("gen", "Write the generated CUDA source (or PTX, or ptxas report) for a spec");
   cmd->add_option("spec", o->spec, "spec file")->required();
   cmd->add_option("--kernel", o->kernel, "which kernel of the spec")->check(
-      CLI::IsMember({"prefill", "prefill_paged", "decode", "merge", "cache_write"}));
+      CLI::IsMember({"prefill", "prefill_paged", "decode", "merge", "cache_write", "lse_correct"}));
   cmd->add_option("--config", o->config, "config as JSON, e.g. '{\"block_n\":32}' (default: the heuristic's)");
   cmd->add_option("--arch", o->arch, "target arch (default sm_90a)");
   cmd->add_option("-o,--out", o->out, "write to this file instead of stdout");

@@ -68,6 +68,29 @@ TEST(DcpContextSpec, GathersHeadsDropsTheMaskAndReturnsTheLse) {
   EXPECT_EQ(parse_spec(to_yaml(t), "context.yaml"), t);
 }
 
+// DeepSeek-V3 under TP8 (16 heads a rank) with 2 DCP ranks: the shard pass is the absorbed decode
+// of 32 heads over the one latent head, planned on mla_decode.
+TEST(DcpContextSpec, MlaRunsTheAbsorbedDecodeOverTheLatentShard) {
+  const Spec local = parse_spec("version: 1\nname: ds\nnum_q_heads: 16\nkv_cache: {dtype: same, layout: NHD, "
+                                "page_size: 64}\nmask: causal\nlse: {layout: head_major, base: e}\nmla: "
+                                "{kv_lora_rank: 512, qk_rope_head_dim: 64, qk_nope_head_dim: 128, v_head_dim: 128}\n"
+                                "kernels: [prefill, decode]\n",
+                                "ds.yaml");
+  const Spec c = dcp_context_spec(local, 2);
+  EXPECT_TRUE(c.mla.enabled);
+  EXPECT_EQ(c.num_q_heads, 32);
+  EXPECT_EQ(c.num_kv_heads, 32);  // the MHA prefill's; decode reads the one latent head
+  EXPECT_EQ(c.mask.kind, MaskKind::none);
+  EXPECT_EQ(c.lse.layout, LseLayout::head_major);
+  EXPECT_TRUE(c.kernels.decode);
+  EXPECT_FALSE(c.kernels.prefill);
+  EXPECT_EQ(parse_spec(to_yaml(c), "context.yaml"), c);
+  const KernelPlan p = plan_kernel(c, KernelKind::decode, default_config(c, KernelKind::decode, "sm_90a"), "sm_90a");
+  EXPECT_EQ(p.family, "mla_decode");
+  EXPECT_EQ(p.group, 32);
+  EXPECT_EQ(p.head_dim_v, 512);
+}
+
 TEST(DcpContextSpec, RefusesWhatAShardCannotCompute) {
   auto refused = [](const std::string& extra, const std::string& what, const std::string& mask = "causal") {
     try {

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "generator/emit/emit.h"
+#include "generator/spec/spec_parse.h"
 #include "runtime/launch/lse_correct_args.h"
 
 namespace attnc {
@@ -104,6 +105,32 @@ TEST(LseCorrectArgs, GivenStridesInPlaceAndEmptyCalls) {
   a.num_tokens = 0;
   a.output = nullptr;
   EXPECT_TRUE(prepare_lse_correct(plan_for(context_layer()), a).empty);
+}
+
+// DeepSeek's MLA context layer of 2 ranks: the absorbed decode's partials are rows of the latent V
+// (kv_lora_rank 512), which the correction takes beside head_dim_v (128); nothing else.
+TEST(LseCorrectArgs, MlaTakesTheLatentRows) {
+  const Spec s = parse_spec("version: 1\nnum_q_heads: 32\nmask: none\nlse: {layout: head_major, base: e}\n"
+                            "mla: {kv_lora_rank: 512, qk_rope_head_dim: 64, qk_nope_head_dim: 128, v_head_dim: 128}\n"
+                            "kernels: [decode]\n", "mla-dcp2.yaml");
+  LseCorrectArgs a = good();
+  a.head_size = 512;
+  const LseCorrectParams p = prepare_lse_correct(plan_for(s), a).params;
+  EXPECT_EQ(p.head_size, 512);
+  EXPECT_EQ(p.out_chunk_stride, 100LL * 16 * 512);  // [2 chunks, 100 tokens, 16 heads, 512]
+  EXPECT_EQ(p.out_row_stride, 16 * 512);
+  EXPECT_EQ(p.partial_row_stride, 32 * 512);
+  a.head_size = 576;  // q's width, not an output's
+  try {
+    prepare_lse_correct(plan_for(s), a);
+    ADD_FAILURE() << "head_size 576 accepted";
+  } catch (const BadCall& e) {
+    EXPECT_NE(std::string(e.what()).find("head_size 576 is neither the spec's head_dim_v 128 nor its kv_lora_rank 512"),
+              std::string::npos)
+        << e.what();
+  }
+  a.head_size = 512;  // a layer without MLA
+  EXPECT_THROW(prepare_lse_correct(plan_for(context_layer()), a), BadCall);
 }
 
 TEST(LseCorrectArgs, BadCallsNameTheProblem) {

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "generator/emit/emit.h"
+#include "generator/spec/spec_parse.h"
 #include "runtime/launch/cache_write_args.h"
 #include "runtime/launch/cascade.h"
 #include "runtime/launch/merge_args.h"
@@ -148,6 +149,29 @@ TEST(MergeArgs, BadCallsNameTheProblem) {
   bad([](MergeArgs& a) { a.num_tokens = 1 << 28; }, "num_tokens * head_size / 8 must be < 2^31");
   expect_bad([&] { prepare_merge(plan_for(llama(), KernelKind::cache_write), good_merge()); },
              "the plan makes cache_write kernels, not merge");
+}
+
+// An MLA layer's merge takes prefill's rows (head_dim_v 128) and absorbed decode's (the latent V,
+// kv_lora_rank 512); nothing else.
+TEST(MergeArgs, MlaTakesPrefillAndLatentRows) {
+  const Spec s = parse_spec("version: 1\nnum_q_heads: 32\nmla: {kv_lora_rank: 512, qk_rope_head_dim: 64, "
+                            "qk_nope_head_dim: 128, v_head_dim: 128}\nkernels: [merge]\n", "mla.yaml");
+  const KernelPlan plan = plan_for(s, KernelKind::merge);
+  MergeArgs a = good_merge();
+  EXPECT_EQ(prepare_merge(plan, a).params.head_size, 128);
+  a.head_size = 512;
+  const MergeLaunch l = prepare_merge(plan, a);
+  EXPECT_EQ(l.params.head_size, 512);
+  EXPECT_EQ(l.params.out_row_stride, 32 * 512);
+  EXPECT_EQ(l.params.prefix_head_stride, 512);
+  EXPECT_EQ(l.grid.x, (100u * 64 + 127) / 128);
+  a.head_size = 576;
+  expect_bad([&] { prepare_merge(plan, a); },
+             "head_size 576 is neither the spec's head_dim_v 128 nor its kv_lora_rank 512");
+  a = good_merge();
+  a.head_size = 512;  // not an MLA layer: its outputs are head_dim_v wide
+  expect_bad([&] { prepare_merge(plan_for(llama(), KernelKind::merge), a); },
+             "head_size 512 does not match the spec's head_dim_v 128");
 }
 
 // ---- cache_write ----
