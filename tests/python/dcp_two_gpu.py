@@ -294,7 +294,8 @@ def run_graph_case(torch, attnc, kind, interleave, rank, world, db, seed):
     from attnc import dcp as D
     dev = torch.device("cuda", rank)
     gen = torch.Generator().manual_seed(seed + 1)
-    pa = kind.problem(gen, dev, CONTEXT_LENS)
+    # Both problems first: the pages' shuffles draw a rank-dependent amount from gen.
+    pa, pb = kind.problem(gen, dev, CONTEXT_LENS), kind.problem(gen, dev, GRAPH_LENS)
     mine = slice(rank * kind.h_local, (rank + 1) * kind.h_local)
     bound = max(CONTEXT_LENS)
     dcp = D.DcpAttention(kind.spec(kind.h_local), interleave_size=interleave, db=db, device=rank)
@@ -326,7 +327,6 @@ def run_graph_case(torch, attnc, kind, interleave, rank, world, db, seed):
             step()
 
         # Problem B into the same buffers; the new tokens' pass (outside the graph) into new_out / new_lse.
-        pb = kind.problem(gen, dev, GRAPH_LENS)
         for dst, src in zip(caches, kind.caches(D, pb, rank, interleave, gen, dev, like=caches)):
             dst.copy_(src)
         q_s.copy_(pb["q"][:, mine])
@@ -433,7 +433,7 @@ def rank_main(rank, world, port, do_bench):
     torch.cuda.set_device(rank)
     # A bounded wait: a rank stuck in a collective its peer never joins is ended, not left hanging.
     dist.init_process_group("nccl", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world,
-                            device_id=torch.device("cuda", rank), timeout=datetime.timedelta(seconds=180))
+                            device_id=torch.device("cuda", rank), timeout=datetime.timedelta(seconds=120))
     failed = 0
     try:
         seed = torch.tensor([int.from_bytes(os.urandom(4), "little") if rank == 0 else 0], device="cuda")
@@ -448,7 +448,7 @@ def rank_main(rank, world, port, do_bench):
                 except Exception:  # a failing case is reported; the ranks stay in step for the next
                     failed += 1
                     print(f"RESULT {label} rank {rank}/{world} FAIL seed={seed}\n{traceback.format_exc()}", flush=True)
-                    torch.cuda.synchronize()
+                    torch.cuda.synchronize()  # a sticky CUDA error ends the rank here
                 dist.barrier()
             if do_bench:
                 bench(torch, dist, attnc, rank, world, db)
