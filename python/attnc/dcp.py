@@ -71,19 +71,38 @@ def max_local_seq_len(max_seq_len, world_size, interleave_size=1):
     return (int(max_seq_len) + round_ - 1) // round_ * interleave_size
 
 
+class TorchCollectives:
+    """The two collectives a step needs, over a torch.distributed process group (NCCL; None: the
+    default group), on the current stream."""
+
+    def __init__(self, group=None):
+        import torch.distributed as dist
+        self.group, self._dist = group, dist
+        self.world_size, self.rank = dist.get_world_size(group), dist.get_rank(group)
+
+    def all_gather_into_tensor(self, out, inp):
+        self._dist.all_gather_into_tensor(out, inp, group=self.group)
+
+    def reduce_scatter_tensor(self, out, inp):
+        """Sums inp [N, ...] over the ranks; rank r gets chunk r."""
+        self._dist.reduce_scatter_tensor(out, inp, op=self._dist.ReduceOp.SUM, group=self.group)
+
+
 class DcpAttention:
     """One rank's decode context parallel layer: `spec` is the rank's own layer (H_local query
     heads; the KV heads every rank of the group holds), `group` a torch.distributed process group
-    (None: the default group), interleave_size vLLM's cp_kv_cache_interleave_size. Other keywords
-    go to both attnc.Attention handles (db, device, use_tuning, ...): `layer` (the spec itself:
-    merge, and whatever the caller runs for the new tokens) and `context` (the shard pass)."""
+    (None: the default group), interleave_size vLLM's cp_kv_cache_interleave_size. `collectives`
+    replaces the group: any object with world_size, rank, all_gather_into_tensor(out, inp) and
+    reduce_scatter_tensor(out, inp) as TorchCollectives has (a test runs N ranks as threads on one
+    GPU this way). Other keywords go to both attnc.Attention handles (db, device, use_tuning, ...):
+    `layer` (the spec itself: merge, and whatever the caller runs for the new tokens) and
+    `context` (the shard pass)."""
 
-    def __init__(self, spec, group=None, interleave_size=1, **options):
-        import torch.distributed as dist
+    def __init__(self, spec, group=None, interleave_size=1, collectives=None, **options):
+        self.comm = collectives if collectives is not None else TorchCollectives(group)
         self.group = group
-        self.world_size = dist.get_world_size(group)
-        self.rank = dist.get_rank(group)
-        _check(self.world_size, interleave_size)
+        self.world_size, self.rank = int(self.comm.world_size), int(self.comm.rank)
+        _check(self.world_size, interleave_size, self.rank)
         self.interleave_size = int(interleave_size)
         self.layer = Attention(spec, **options)
         self.context = Attention(self.layer.dcp_context_yaml(self.world_size), **options)
@@ -153,25 +172,23 @@ class DcpAttention:
     def _gather_heads(self, q):
         """The N ranks' query heads, rank-major: head r * H_local + j is rank r's head j."""
         import torch
-        import torch.distributed as dist
         n, tokens, h_local = self.world_size, q.shape[0], q.shape[1]
         gathered = torch.empty((n,) + tuple(q.shape), dtype=q.dtype, device=q.device)
-        dist.all_gather_into_tensor(gathered, q.contiguous(), group=self.group)
+        self.comm.all_gather_into_tensor(gathered, q.contiguous())
         return gathered.permute(1, 0, 2, 3).reshape(tokens, n * h_local, q.shape[2])
 
     def _combine(self, part, lse, h_local, new_out, new_lse, out, out_lse):
         """Every rank's LSEs gathered, lse_correct into the reduce-scatter's chunks, the sum over
         the shards of this rank's heads, then the new tokens' pass merged in (when given)."""
         import torch
-        import torch.distributed as dist
         n, r, tokens, dv = self.world_size, self.rank, part.shape[0], part.shape[2]
         lses = torch.empty((n,) + tuple(lse.shape), dtype=lse.dtype, device=lse.device)
-        dist.all_gather_into_tensor(lses, lse.contiguous(), group=self.group)
+        self.comm.all_gather_into_tensor(lses, lse.contiguous())
         chunks = torch.empty((n, tokens, h_local, dv), dtype=part.dtype, device=part.device)
         total_lse = torch.empty((n * h_local, tokens), dtype=torch.float32, device=part.device)
         self.context.lse_correct(chunks, part, lses, r, output_lse=total_lse)
         mine = torch.empty((tokens, h_local, dv), dtype=part.dtype, device=part.device)
-        dist.reduce_scatter_tensor(mine, chunks, op=dist.ReduceOp.SUM, group=self.group)
+        self.comm.reduce_scatter_tensor(mine, chunks)
         mine_lse = total_lse[r * h_local:(r + 1) * h_local]
         if new_out is None:
             if out is not None:

@@ -11,8 +11,10 @@ single-GPU attnc attention over the whole cache and a float64 reference, for int
     buffers) and checked against float64 and against an eager step.
 Fresh random inputs (rank 0 draws the seed), caches poisoned with NaN past every length, outputs
 poisoned with NaN. Then (unless --no-bench) a timing of one larger decode step beside one GPU.
-    python3 dcp_two_gpu.py [--world N] [--no-bench]
-N ranks on N GPUs (default 2; --world 1 runs the same cases on one GPU over a one-rank group).
+    python3 dcp_two_gpu.py [--world N] [--no-bench]    or    python3 dcp_two_gpu.py --simulate N
+N ranks on N GPUs (default 2; --world 1 runs the same cases on one GPU over a one-rank group);
+--simulate N runs N ranks as threads of one process on GPU 0 (DcpAttention's `collectives`: a
+barrier and copies instead of NCCL), every case but the CUDA graphs.
 Prints RESULT lines (PASS or FAIL, one per case and rank) and exits 1 on a failure.
 """
 import datetime
@@ -21,6 +23,7 @@ import os
 import socket
 import sys
 import tempfile
+import threading
 import traceback
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
@@ -138,10 +141,13 @@ class FlashLayer:
         return {}
 
     def new_pass(self, dcp, pb, q_local, caches, dev):
-        """The new tokens' pass (one key each, their own causal pass) on the rank's own layer."""
+        """The new tokens' pass (one key each, their own causal pass), this rank's heads of it. On
+        the context layer (all N * H_local heads), not the rank's own: with GQA its query head j
+        must read the KV head that gathered head rank * H_local + j reads in the context pass."""
+        mine = slice(dcp.rank * self.h_local, (dcp.rank + 1) * self.h_local)
         ones = self.torch.ones(len(pb["lens"]), dtype=self.torch.int32, device=dev)
-        n_out, n_lse = dcp.layer.decode(q_local, caches[0], caches[1], caches[2], ones, 1)
-        return n_out, (n_lse.t() if self.token_major else n_lse).contiguous()
+        n_out, n_lse = dcp.context.decode(pb["q"], caches[0], caches[1], caches[2], ones, 1)
+        return n_out[:, mine].contiguous(), (n_lse[:, mine].t() if self.token_major else n_lse[mine]).contiguous()
 
     def step(self, dcp, q_local, caches, lens, max_len, split_q=False, **kw):
         return dcp.decode(q_local, caches[0], caches[1], caches[2], lens, max_len, **kw)
@@ -247,17 +253,18 @@ def expect(torch, kind, pb, mine, out, out_lse, with_new, label):
             check(torch, label + " lse vs float64", out_lse.cpu(), ref_lse[:, mine].t() * to_base, 2e-3, 1e-3))
 
 
-def run_case(torch, attnc, kind, interleave, rank, world, db, seed):
+def run_case(torch, attnc, kind, interleave, rank, world, db, seed, gpu=None, collectives=None):
     from attnc import dcp as D
-    dev = torch.device("cuda", rank)
+    dev = torch.device("cuda", rank if gpu is None else gpu)
     gen = torch.Generator().manual_seed(seed)
     pb = kind.problem(gen, dev, CONTEXT_LENS)
     tokens, mine = kind.tokens(pb), slice(rank * kind.h_local, (rank + 1) * kind.h_local)
     lens_dev = torch.tensor(CONTEXT_LENS, dtype=torch.int32, device=dev)
     extra = kind.extra(pb, dev)
     q_local = pb["q"][:, mine].contiguous()
-    dcp = D.DcpAttention(kind.spec(kind.h_local), interleave_size=interleave, db=db, device=rank)
-    whole = attnc.Attention(kind.spec(kind.h), db=db, device=rank)
+    dcp = D.DcpAttention(kind.spec(kind.h_local), interleave_size=interleave, collectives=collectives, db=db,
+                         device=dev.index)
+    whole = attnc.Attention(kind.spec(kind.h), db=db, device=dev.index)
     # Workspace for split-KV (the split decode and its combine write the LSEs DCP corrects).
     q_len = extra.get("max_seqlen_q", 1)
     dcp.reserve(len(CONTEXT_LENS), max(CONTEXT_LENS), max_seqlen_q=q_len)
@@ -287,18 +294,19 @@ def run_case(torch, attnc, kind, interleave, rank, world, db, seed):
         whole.close()
 
 
-def run_graph_case(torch, attnc, kind, interleave, rank, world, db, seed):
+def run_graph_case(torch, attnc, kind, interleave, rank, world, db, seed, gpu=None, collectives=None):
     """One step (new tokens merged) captured in a CUDA graph after an eager step on CONTEXT_LENS,
     then replayed on a fresh problem (GRAPH_LENS, new queries and rows) copied into the captured
     buffers; checked against float64 and against the same step run eagerly."""
     from attnc import dcp as D
-    dev = torch.device("cuda", rank)
+    dev = torch.device("cuda", rank if gpu is None else gpu)
     gen = torch.Generator().manual_seed(seed + 1)
     # Both problems first: the pages' shuffles draw a rank-dependent amount from gen.
     pa, pb = kind.problem(gen, dev, CONTEXT_LENS), kind.problem(gen, dev, GRAPH_LENS)
     mine = slice(rank * kind.h_local, (rank + 1) * kind.h_local)
     bound = max(CONTEXT_LENS)
-    dcp = D.DcpAttention(kind.spec(kind.h_local), interleave_size=interleave, db=db, device=rank)
+    dcp = D.DcpAttention(kind.spec(kind.h_local), interleave_size=interleave, collectives=collectives, db=db,
+                         device=dev.index)
     try:
         extra = kind.extra(pa, dev)
         dcp.reserve(len(CONTEXT_LENS), bound, max_seqlen_q=extra.get("max_seqlen_q", 1))
@@ -416,14 +424,84 @@ def bench(torch, dist, attnc, rank, world, db):
           flush=True)
 
 
-def cases(torch, world):
+def cases(torch, world, graphs=True):
     """(label, runner, kind, interleave): every case the ranks run, in the same order."""
     kinds = [FlashLayer(torch, layer, world) for layer in LAYERS]
     if torch.cuda.get_device_capability() >= (9, 0):  # mla_decode is sm_90a's
         kinds.append(MlaLayer(torch, world))
     out = [(f"dcp_{k.name}_I{i}", run_case, k, i) for k in kinds for i in (1, 16)]
-    out += [(f"dcp_graph_{k.name}_I16", run_graph_case, k, 16) for k in (kinds[0], kinds[-1])]
+    if graphs:
+        out += [(f"dcp_graph_{k.name}_I16", run_graph_case, k, 16) for k in (kinds[0], kinds[-1])]
     return out
+
+
+class ThreadRanks:
+    """N ranks as N threads of one process on one GPU (the N-rank path checked where one GPU is
+    all there is): a collective meets at a barrier, then each rank copies (all-gather) or sums
+    (reduce-scatter) the inputs every rank left in its slot. Every thread enqueues on the device's
+    one default stream, so the inputs' kernels, enqueued before the barrier, run before the copies."""
+
+    def __init__(self, n):
+        self.n, self.slots = n, [None] * n
+        self.barrier = threading.Barrier(n, timeout=120)
+
+    def collectives(self, rank):
+        return ThreadCollectives(self, rank)
+
+
+class ThreadCollectives:
+    def __init__(self, ranks, rank):
+        self.ranks, self.rank, self.world_size = ranks, rank, ranks.n
+
+    def _meet(self, inp, use):
+        """use(every rank's input) between two barriers: every read of the inputs is enqueued
+        before any rank can free and reuse its input's memory."""
+        self.ranks.slots[self.rank] = inp
+        self.ranks.barrier.wait()
+        use(list(self.ranks.slots))
+        self.ranks.barrier.wait()
+
+    def all_gather_into_tensor(self, out, inp):
+        def gather(parts):
+            for r, x in enumerate(parts):
+                out[r].copy_(x)
+        self._meet(inp, gather)
+
+    def reduce_scatter_tensor(self, out, inp):
+        self._meet(inp, lambda parts: out.copy_(sum(p[self.rank].float() for p in parts)))
+
+
+def simulate(world):
+    """world ranks as threads on GPU 0 (no CUDA graphs: a capture cannot read another thread's
+    buffers); returns the number of failed cases."""
+    import torch
+    import attnc
+    torch.cuda.set_device(0)
+    ranks = ThreadRanks(world)
+    seed = int.from_bytes(os.urandom(4), "little")
+    failed = []
+
+    def rank_thread(rank, db):
+        torch.cuda.set_device(0)
+        for label, runner, kind, interleave in cases(torch, world, graphs=False):
+            try:
+                what = runner(torch, attnc, kind, interleave, rank, world, db, seed, gpu=0,
+                              collectives=ranks.collectives(rank))
+                print(f"RESULT sim_{label} rank {rank}/{world} PASS {what} seed={seed}", flush=True)
+            except Exception:
+                failed.append(label)
+                print(f"RESULT sim_{label} rank {rank}/{world} FAIL seed={seed}\n{traceback.format_exc()}", flush=True)
+                ranks.barrier.abort()  # the other ranks stop waiting for this one
+                return
+
+    with tempfile.TemporaryDirectory() as tmp:
+        threads = [threading.Thread(target=rank_thread, args=(r, os.path.join(tmp, f"attnc-{r}.db")))
+                   for r in range(world)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    return len(failed)
 
 
 def rank_main(rank, world, port, do_bench):
@@ -462,6 +540,8 @@ def rank_main(rank, world, port, do_bench):
 def main():
     import torch
     import torch.multiprocessing as mp
+    if "--simulate" in sys.argv:
+        return 1 if simulate(int(sys.argv[sys.argv.index("--simulate") + 1])) else 0
     world = int(sys.argv[sys.argv.index("--world") + 1]) if "--world" in sys.argv else 2
     if torch.cuda.device_count() < world:
         print(f"dcp_two_gpu: needs {world} GPUs, found {torch.cuda.device_count()}")

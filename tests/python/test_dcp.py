@@ -129,23 +129,27 @@ def gpu_count():
         return 0
 
 
-def run_ranks(test, world):
-    """dcp_two_gpu.py on `world` GPUs: per rank, 2 FlashAttention layers (+ MLA on sm_90) x 2
-    interleave sizes, and 2 CUDA-graph cases; every one PASS."""
+def run_ranks(test, world, simulate=False):
+    """dcp_two_gpu.py with `world` ranks (on as many GPUs, or simulated as threads on one): per
+    rank, 2 FlashAttention layers (+ MLA on sm_90) x 2 interleave sizes, and (not simulated) 2
+    CUDA-graph cases; every one PASS."""
     import torch
     kinds = 3 if torch.cuda.get_device_capability(0) >= (9, 0) else 2
     script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "dcp_two_gpu.py")
-    r = subprocess.run([sys.executable, script, "--world", str(world), "--no-bench"], capture_output=True, text=True,
-                       timeout=900)
+    how = ["--simulate", str(world)] if simulate else ["--world", str(world), "--no-bench"]
+    r = subprocess.run([sys.executable, script] + how, capture_output=True, text=True, timeout=900)
     print(r.stdout[-6000:], r.stderr[-4000:])
     test.assertEqual(r.returncode, 0)
-    test.assertEqual(r.stdout.count(" PASS "), (kinds * 2 + 2) * world)
+    test.assertEqual(r.stdout.count(" PASS "), (kinds * 2 + (0 if simulate else 2)) * world)
 
 
 @unittest.skipUnless(gpu_count() >= 1, "needs torch and a GPU")
 class OneGpu(unittest.TestCase):
     def test_one_rank_group_against_float64_and_graph_replay(self):
         run_ranks(self, 1)
+
+    def test_two_ranks_as_threads_against_float64(self):
+        run_ranks(self, 2, simulate=True)
 
 
 @unittest.skipUnless(gpu_count() >= 2, "needs torch and 2 GPUs")
