@@ -99,6 +99,18 @@ class ContextLayer(unittest.TestCase):
                     ctx.lse_correct(FakeCuda(3, 32, 576, dtype="bfloat16"), FakeCuda(3, 32, 576, dtype="bfloat16"),
                                     FakeCuda(2, 32, 3), 0, stream=0)
 
+    def test_collectives_give_the_group(self):
+        class Two:  # what DcpAttention asks of its collectives before any step
+            world_size, rank = 2, 1
+        d = dcp.DcpAttention(LAYER, collectives=Two(), interleave_size=16, db=self.db, device_info=DEVICE)
+        self.assertEqual((d.world_size, d.rank), (2, 1))
+        self.assertEqual(d.context.spec["num_q_heads"], 8)
+        self.assertEqual(d.max_local_seq_len(33), 32)  # ceil(33 / 32) * 16
+        d.close()
+        Two.rank = 2
+        with self.assertRaisesRegex(ValueError, r"rank must be in \[0, world_size = 2\), got 2"):
+            dcp.DcpAttention(LAYER, collectives=Two(), db=self.db, device_info=DEVICE)
+
     def test_refused_features(self):
         for extra, says in (("alibi: linear\n", "ALiBi"), ("sinks: true\n", "attention sinks")):
             with attnc.Attention(LAYER + extra, db=self.db, device_info=DEVICE) as layer:
