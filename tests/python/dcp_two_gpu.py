@@ -35,6 +35,7 @@ LAYERS = [
 ]
 H_LOCAL, PAGE = 4, 16
 MLA_H_LOCAL, MLA_PAGE, MLA_TOKENS, MLA_SCALE = 16, 64, 2, 1 / math.sqrt(192)  # DeepSeek's scale (nope + rope)
+MLA_FP8_SCALE = 0.05  # the fp8 latent cache's k_scale: N(0, 1) rows stored as e4m3 of x / 0.05
 CONTEXT_LENS = [1, 5, 17, 300, 1000, 4097, 2500, 33]  # 5 and 1: rank 1 holds nothing at I = 16
 GRAPH_LENS = [3, 1, 16, 290, 999, 4000, 2499, 7]      # the replay's: each within the captured bound
 
@@ -45,9 +46,9 @@ def spec(layer, heads):
             f"page_size: {PAGE}}}\nmask: causal\nkernels: [decode, merge]\n" + layer["extra"])
 
 
-def mla_spec(heads):
-    return (f"version: 1\nname: dcp-mla-{heads}\nnum_q_heads: {heads}\ndtype: bf16\n"
-            f"kv_cache: {{dtype: same, layout: NHD, page_size: {MLA_PAGE}}}\nmask: causal\n"
+def mla_spec(heads, cache="same"):
+    return (f"version: 1\nname: dcp-mla-{cache}-{heads}\nnum_q_heads: {heads}\ndtype: bf16\n"
+            f"kv_cache: {{dtype: {cache}, layout: NHD, page_size: {MLA_PAGE}}}\nmask: causal\n"
             "lse: {layout: head_major, base: e}\n"
             "mla: {kv_lora_rank: 512, qk_rope_head_dim: 64, qk_nope_head_dim: 128, v_head_dim: 128}\n"
             "kernels: [decode]\n")
@@ -65,7 +66,10 @@ def paged(torch, row_lists, dtype, dev, gen, page, total=None, width=None):
     assert sum(pages) <= total and max(pages) <= width
     perm = torch.randperm(total, generator=gen).tolist()
     shape = (total, page) + tuple(first[0].shape[1:])
-    caches = [torch.full(shape, float("nan"), dtype=dtype, device=dev) for _ in row_lists]
+    if dtype == torch.float8_e4m3fn:  # NaN is 0x7f
+        caches = [torch.full(shape, 0x7F, dtype=torch.uint8, device=dev).view(dtype) for _ in row_lists]
+    else:
+        caches = [torch.full(shape, float("nan"), dtype=dtype, device=dev) for _ in row_lists]
     table = torch.zeros((len(first), width), dtype=torch.int32)
     at = 0
     for b in range(len(first)):
@@ -175,21 +179,25 @@ class FlashLayer:
 
 class MlaLayer:
     """DeepSeek's MLA: one 576-wide latent cache, V its first 512 columns, MLA_TOKENS query tokens
-    per request (causal between them)."""
+    per request (causal between them). fp8: the cache holds e4m3 rows with one scale (k_scale)."""
 
-    def __init__(self, torch, world):
-        self.torch, self.world = torch, world
-        self.name = "mla_bf16_h16_mtp2"
+    def __init__(self, torch, world, fp8=False):
+        self.torch, self.world, self.fp8 = torch, world, fp8
+        self.name = "mla_fp8e4m3_h16_mtp2" if fp8 else "mla_bf16_h16_mtp2"
         self.dt = torch.bfloat16
+        self.cache_dt = torch.float8_e4m3fn if fp8 else torch.bfloat16
         self.h_local, self.h, self.page = MLA_H_LOCAL, MLA_H_LOCAL * world, MLA_PAGE
         self.base2, self.token_major, self.scale = False, False, MLA_SCALE
 
     def spec(self, heads):
-        return mla_spec(heads)
+        return mla_spec(heads, "fp8_e4m3" if self.fp8 else "same")
 
     def problem(self, gen, dev, lens):
         t = self.torch
-        return dict(lens=lens, rows=[t.randn(n + MLA_TOKENS, 576, generator=gen).to(self.dt) for n in lens],
+        rows = [t.randn(n + MLA_TOKENS, 576, generator=gen) for n in lens]
+        # fp8: float32 rows holding e4m3 values exactly (indexing float8 tensors on the host is not a given).
+        rows = [(r / MLA_FP8_SCALE).to(self.cache_dt).float() if self.fp8 else r.to(self.dt) for r in rows]
+        return dict(lens=lens, rows=rows,
                     q=t.randn(len(lens) * MLA_TOKENS, self.h, 576, generator=gen).to(self.dt).to(dev))
 
     def tokens(self, pb):
@@ -197,18 +205,19 @@ class MlaLayer:
 
     def caches(self, D, pb, rank, interleave, gen, dev, like=None):
         rows = shard(self.torch, D, pb["rows"], pb["lens"], rank, self.world, interleave)
-        return paged(self.torch, [rows], self.dt, dev, gen, self.page, *FlashLayer._like(like))
+        return paged(self.torch, [rows], self.cache_dt, dev, gen, self.page, *FlashLayer._like(like))
 
     def new_caches(self, pb, gen, dev, like=None):
-        return paged(self.torch, [[x[-MLA_TOKENS:] for x in pb["rows"]]], self.dt, dev, gen, self.page,
+        return paged(self.torch, [[x[-MLA_TOKENS:] for x in pb["rows"]]], self.cache_dt, dev, gen, self.page,
                      *FlashLayer._like(like))
 
     def whole_caches(self, pb, gen, dev):
-        return paged(self.torch, [pb["rows"]], self.dt, dev, gen, self.page)
+        return paged(self.torch, [pb["rows"]], self.cache_dt, dev, gen, self.page)
 
     def extra(self, pb, dev):
         cu = self.torch.arange(0, self.tokens(pb) + 1, MLA_TOKENS, dtype=self.torch.int32, device=dev)
-        return dict(cu_seqlens_q=cu, max_seqlen_q=MLA_TOKENS)
+        more = dict(k_scale=self.torch.tensor([MLA_FP8_SCALE], device=dev)) if self.fp8 else {}
+        return dict(cu_seqlens_q=cu, max_seqlen_q=MLA_TOKENS, **more)
 
     def new_pass(self, dcp, pb, q_local, caches, dev):
         lens = self.torch.full((len(pb["lens"]),), MLA_TOKENS, dtype=self.torch.int32, device=dev)
@@ -232,7 +241,9 @@ class MlaLayer:
         q = pb["q"].cpu().double()
         for b, n in enumerate(pb["lens"]):
             for i in range(MLA_TOKENS):
-                keys = pb["rows"][b][:n + i + 1 if with_new else n].double()
+                keys = pb["rows"][b][:n + i + 1 if with_new else n].float().double()
+                if self.fp8:
+                    keys = keys * MLA_FP8_SCALE  # the dequantised rows
                 s = q[b * MLA_TOKENS + i] @ keys.t() * self.scale
                 lses.append(t.logsumexp(s, dim=-1))
                 outs.append(t.softmax(s, dim=-1) @ keys[:, :512])
@@ -428,10 +439,10 @@ def cases(torch, world, graphs=True):
     """(label, runner, kind, interleave): every case the ranks run, in the same order."""
     kinds = [FlashLayer(torch, layer, world) for layer in LAYERS]
     if torch.cuda.get_device_capability() >= (9, 0):  # mla_decode is sm_90a's
-        kinds.append(MlaLayer(torch, world))
+        kinds += [MlaLayer(torch, world), MlaLayer(torch, world, fp8=True)]
     out = [(f"dcp_{k.name}_I{i}", run_case, k, i) for k in kinds for i in (1, 16)]
-    if graphs:
-        out += [(f"dcp_graph_{k.name}_I16", run_graph_case, k, 16) for k in (kinds[0], kinds[-1])]
+    if graphs:  # the bf16 GQA layer, and bf16 MLA where it runs
+        out += [(f"dcp_graph_{k.name}_I16", run_graph_case, k, 16) for k in (kinds[0], kinds[min(2, len(kinds) - 1)])]
     return out
 
 

@@ -143,10 +143,10 @@ def gpu_count():
 
 def run_ranks(test, world, simulate=False):
     """dcp_two_gpu.py with `world` ranks (on as many GPUs, or simulated as threads on one): per
-    rank, 2 FlashAttention layers (+ MLA on sm_90) x 2 interleave sizes, and (not simulated) 2
-    CUDA-graph cases; every one PASS."""
+    rank, 2 FlashAttention layers (+ MLA bf16 and fp8 on sm_90) x 2 interleave sizes, and (not
+    simulated) 2 CUDA-graph cases; every one PASS."""
     import torch
-    kinds = 3 if torch.cuda.get_device_capability(0) >= (9, 0) else 2
+    kinds = 4 if torch.cuda.get_device_capability(0) >= (9, 0) else 2  # + MLA bf16 and fp8 on sm_90
     script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "dcp_two_gpu.py")
     how = ["--simulate", str(world)] if simulate else ["--world", str(world), "--no-bench"]
     r = subprocess.run([sys.executable, script] + how, capture_output=True, text=True, timeout=900)
