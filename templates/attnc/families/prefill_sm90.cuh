@@ -25,7 +25,7 @@
 //   Element (bf16_t | fp16_t), kHeadDim, kHeadDimV (multiples of 8, <= 256, Dv's 64-column blocks
 //   no more than D's), kGroup, kBlockM (= 64 * kConsumerWarpgroups), kBlockN, kStages,
 //   kConsumerWarpgroups (2 or 3), kPingpong, kMask (MaskKind), kSoftcap, kAlibi (Alibi), kSinks,
-//   kLse (LseOut).
+//   kLse (LseOut); int8 kernels also kInt8 (Int8Mode::qk: Q·Kᵀ on s8 wgmma, prefill_sm90_int8.cuh).
 #pragma once
 
 #include "attnc/features/alibi.cuh"
@@ -36,6 +36,7 @@
 #include "attnc/features/mask.cuh"
 #include "attnc/features/online_softmax.cuh"
 #include "attnc/features/score.cuh"
+#include "attnc/families/prefill_sm90_int8.cuh"
 #include "attnc/params/params.h"
 #include "attnc/core/ptx.cuh"
 #include "attnc/sm90/mbarrier.cuh"
@@ -67,11 +68,12 @@ struct PrefillSm90 {
   static_assert(kProducerRegs * kWarpgroupThreads + kConsumerRegs * W * kWarpgroupThreads <= 65536,
                 "the register file");
 
-  using QTile = SwizzledTile<BM, D>;
-  using KTile = SwizzledTile<BN, D>;
+  using Int8 = PrefillInt8<T, BN, D>;  // int8 Q and K: tiles of D bytes per row
+  using QTile = SwizzledTile<BM, Int8::kQkCols>;
+  using KTile = SwizzledTile<BN, Int8::kQkCols>;
   using VTile = SwizzledTile<BN, DV>;
-  using OTile = SwizzledTile<BM, DV>;  // staged over the Q tile: same rows, fewer or as many blocks
-  static_assert(OTile::kBlocks <= QTile::kBlocks, "the output tile fits in the Q tile");
+  using OTile = SwizzledTile<BM, DV>;  // staged over the Q tile's space, which is made to fit it
+  static constexpr int kQBytes = QTile::kBytes > OTile::kBytes ? QTile::kBytes : OTile::kBytes;
 
   using Sparse = typename SparseOf<T>::type;
   // The key tiles a block visits, in order: all of the mask's range, or the visible ones.
@@ -90,7 +92,7 @@ struct PrefillSm90 {
     u64 q_full;
     u64 k_full[STAGES], k_empty[STAGES], v_full[STAGES], v_empty[STAGES];
   };
-  static constexpr int kTileBytes = QTile::kBytes + STAGES * (KTile::kBytes + VTile::kBytes);
+  static constexpr int kTileBytes = kQBytes + STAGES * (KTile::kBytes + VTile::kBytes);
   static constexpr int kSmemBytes = 1024 + kTileBytes + int(sizeof(Barriers));
 
   // Named barriers: 0 is __syncthreads; 1..W pass the GEMM-issue token; W+1..2W are each consumer
@@ -142,7 +144,7 @@ struct PrefillSm90 {
     if (!setup(p, b)) return;
 
     u16* tiles = reinterpret_cast<u16*>(tma_aligned_smem(smem_raw));
-    Smem sm{tiles, tiles + QTile::kElems, tiles + QTile::kElems + STAGES * KTile::kElems,
+    Smem sm{tiles, tiles + kQBytes / 2, tiles + kQBytes / 2 + STAGES * KTile::kElems,
             reinterpret_cast<Barriers*>(reinterpret_cast<unsigned char*>(tiles) + kTileBytes)};
     if (threadIdx.x == 0) {
       mbar_init(&sm.bar->q_full, 1);
@@ -216,6 +218,7 @@ struct PrefillSm90 {
   // S = Q K^T for this warpgroup's 64 rows and the K tile in stage s (issued, not waited).
   __device__ static void issue_qk(float (&s)[BN / 8][4], const Smem& sm, int cw, int stage) {
     const u32 q = smem_u32(sm.q), k = smem_u32(sm.k_stage(stage));
+    if constexpr (Int8::kOn) return Int8::template issue_qk<QTile, KTile>(s, q, k, cw * 64);
 #pragma unroll
     for (int kk = 0; kk < KSTEPS; ++kk)
       wgmma_ss<E, BN, 0>(s, QTile::desc_k_major(q, cw * 64, kk), KTile::desc_k_major(k, 0, kk), kk > 0);
@@ -262,9 +265,12 @@ struct PrefillSm90 {
     const AlibiBias<T::kAlibi> alibi[2] = {AlibiBias<T::kAlibi>(p, b.seq, b.head),
                                            AlibiBias<T::kAlibi>(p, b.seq, b.head)};
     const int t1 = b.m0 + b.rows_here;
+    Int8 int8;
+    int8.init(p, b.seq, b.head, b.kv_head, b.q_begin, b.k_begin, b.sq, tok);
     const typename Sparse::Row rows[2] = {typename Sparse::Row(b.head), typename Sparse::Row(b.head)};
     auto logits = [&](float (&s)[BN / 8][4], int tile) {
       const int n0 = tile * BN;
+      int8.scale(s);
       const bool need_mask = mask.tile_needs_mask(b.m0, t1, n0, n0 + BN, b.sk) ||
                              !Sparse::tile_full(b.m0 + mask.shift, t1 - 1 + mask.shift, n0, n0 + BN, b.head, b.head);
       apply_logits(s, score, alibi, mask, rows, tok, n0, col0, b.sk, need_mask);
@@ -288,10 +294,11 @@ struct PrefillSm90 {
       wgmma_fence();
       issue_qk(s, sm, cw, 0);
       wgmma_commit();
+      int tile = tile_at(b, 0, 0);
+      int8.fetch(tile * BN, col0, b.sk);
       wgmma_wait<0>();
       fence_operand(s);
       release(&sm.bar->k_empty[0]);
-      int tile = tile_at(b, 0, 0);
       logits(s, tile);
       softmax.update(s, rescale);
       to_operand(s, pf);
@@ -310,10 +317,12 @@ struct PrefillSm90 {
         issue_pv(o, pf, sm, prev);
         wgmma_commit();
         token_pass(cw);
+        tile = tile_at(b, i, tile);
+        int8.fetch(tile * BN, col0, b.sk);  // under the products (int8)
         wgmma_wait<1>();
         fence_operand(s);
         release(&sm.bar->k_empty[st]);
-        logits(s, tile = tile_at(b, i, tile));
+        logits(s, tile);
         softmax.update(s, rescale);
         wgmma_wait<0>();
         fence_operand(o);
