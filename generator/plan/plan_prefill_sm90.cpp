@@ -7,6 +7,22 @@ namespace {
 
 int blocks64(int d) { return (d + 63) / 64; }
 
+// int8 (attention-semantics.md §5.2) on prefill_sm90: int8_qk's Q·Kᵀ on s8 wgmma over contiguous
+// Q/K (prefill_sm90_int8.cuh); what it does not take stays on prefill_sm80's widening path.
+std::string prefill_sm90_int8_refusal(const Spec& s, KernelKind kind) {
+  if (s.quant == QuantMode::int8_qkv)
+    return "prefill_sm90 has no int8 V path (int8_qkv's P·V needs V widened to 16 bits); int8_qkv prefill runs on "
+           "prefill_sm80";
+  if (s.quant != QuantMode::int8_qk) return "";
+  if (kind != KernelKind::prefill)
+    return "prefill_sm90 reads int8 Q/K contiguous only (the paged cache's per-page key scales are not wired); "
+           "paged int8 prefill runs on prefill_sm80";
+  if (s.head_dim % 16 != 0)
+    return "prefill_sm90 reads int8 rows through TMA in 16-byte units: head_dim " + std::to_string(s.head_dim) +
+           " is not a multiple of 16; it runs on prefill_sm80";
+  return "";
+}
+
 void check_config(const Spec& s, KernelKind kind, const Config& c, const ArchInfo& arch) {
   if (c.block_m != 128 && c.block_m != 192)
     throw BadConfig("block_m " + std::to_string(c.block_m) + "; prefill_sm90 gives each consumer warpgroup 64 rows " +
@@ -25,12 +41,11 @@ std::string prefill_sm90_refusal(const Spec& s, KernelKind kind, const std::stri
   if (kind == KernelKind::decode) return "prefill_sm90 makes prefill kernels; decode stays on decode_split";
   if (kind != KernelKind::prefill && kind != KernelKind::prefill_paged)
     return std::string("prefill_sm90 makes prefill kernels, not ") + to_string(kind);
-  if (s.quant == QuantMode::int8_qkv || s.quant == QuantMode::int8_qk)
-    return "prefill_sm90 reads 16-bit Q/K/V through TMA (no int8 wgmma path yet); int8 prefill runs on prefill_sm80";
+  if (const std::string why = prefill_sm90_int8_refusal(s, kind); !why.empty()) return why;
   if (kind == KernelKind::prefill_paged && s.kv_cache.dtype != KvDType::same)
     return std::string("prefill_sm90 reads 16-bit paged caches; a ") + to_string(s.kv_cache.dtype) +
            " cache stays on prefill_sm80";
-  if (blocks64(s.head_dim_v) > blocks64(s.head_dim))
+  if (s.quant == QuantMode::none && blocks64(s.head_dim_v) > blocks64(s.head_dim))
     return "prefill_sm90 stages the output in the Q tile: head_dim_v " + std::to_string(s.head_dim_v) +
            " needs more 64-column blocks than head_dim " + std::to_string(s.head_dim) + " has";
   return "";
@@ -45,6 +60,9 @@ Config default_prefill_sm90_config(const Spec& s) {
   // than m128n64 on Phi-3-small, docs/kernels-block-sparse.md).
   c.block_n = s.sparse.enabled ? std::clamp(s.sparse.block_size, 64, 128) : 128;
   c.block_m = d <= 64 || (s.sparse.enabled && d <= 128 && c.block_n <= 64) ? 192 : 128;
+  // int8: the s32 scores' conversion and scaling add registers that spill at 3 x 64 rows (d64
+  // with sqrt-ALiBi and LSE: 212 bytes), so 2 x 64.
+  if (s.quant == QuantMode::int8_qk) c.block_m = 128;
   c.warps = c.block_m / 16 + 4;
   c.stages = 2;
   c.pingpong = true;
@@ -55,9 +73,13 @@ Config default_prefill_sm90_config(const Spec& s) {
 }
 
 int prefill_sm90_smem_bytes(const Spec& s, const Config& c, KernelKind kind) {
-  const int dq = 64 * blocks64(s.head_dim), dv = 64 * blocks64(s.head_dim_v);
+  // Columns in 2-byte units: an int8 Q/K row of D bytes is D / 2 of them. The output is staged
+  // over the Q tile's space, which is the larger of the two.
+  const int int8_pairs = s.quant == QuantMode::none ? 1 : 2;
+  const int dq = 64 * blocks64(s.head_dim / int8_pairs), dv = 64 * blocks64(s.head_dim_v);
   const int barriers = 8 * (1 + 4 * c.stages + (kind == KernelKind::prefill_paged ? 1 : 0));
-  return 1024 + 2 * (c.block_m * dq + c.stages * c.block_n * (dq + dv)) + barriers;
+  const int key_scales = int8_pairs == 2 ? 4 * c.stages * c.block_n : 0;  // int8: a ring of fp32 key scales
+  return 1024 + 2 * (c.block_m * std::max(dq, dv) + c.stages * c.block_n * (dq + dv)) + key_scales + barriers;
 }
 
 void plan_prefill_sm90(const Spec& s, KernelKind kind, const Config& c, const ArchInfo& arch, KernelPlan& p) {

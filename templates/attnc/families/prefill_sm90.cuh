@@ -29,7 +29,7 @@
 //   Element (bf16_t | fp16_t), kHeadDim, kHeadDimV (multiples of 8, <= 256, Dv's 64-column blocks
 //   no more than D's), kGroup, kBlockM (= 64 * kConsumerWarpgroups), kBlockN, kStages,
 //   kConsumerWarpgroups (2 or 3), kPingpong, kMask (MaskKind), kSoftcap, kAlibi (Alibi), kSinks,
-//   kLse (LseOut), kPaged.
+//   kLse (LseOut), kPaged; int8 kernels also kInt8 (Int8Mode::qk: Q·Kᵀ on s8 wgmma, prefill_sm90_int8.cuh).
 #pragma once
 
 #include "attnc/features/alibi.cuh"
@@ -40,6 +40,7 @@
 #include "attnc/features/mask.cuh"
 #include "attnc/features/online_softmax.cuh"
 #include "attnc/features/score.cuh"
+#include "attnc/families/prefill_sm90_int8.cuh"
 #include "attnc/families/prefill_sm90_paged.cuh"
 #include "attnc/params/params.h"
 #include "attnc/core/ptx.cuh"
@@ -78,11 +79,13 @@ struct PrefillSm90 {
   static_assert(kProducerRegs * kWarpgroupThreads + kConsumerRegs * W * kWarpgroupThreads <= kLaunchRegs,
                 "setmaxnreg: the warpgroups share the registers the block was launched with");
 
-  using QTile = SwizzledTile<BM, D>;
-  using KTile = SwizzledTile<BN, D>;
+  using Int8 = PrefillInt8<T, BN, D, STAGES>;  // int8 Q and K: tiles of D bytes per row
+  static_assert(!(Int8::kOn && kPaged), "int8 Q/K over contiguous K only (the planner keeps paged int8 on prefill_sm80)");
+  using QTile = SwizzledTile<BM, Int8::kQkCols>;
+  using KTile = SwizzledTile<BN, Int8::kQkCols>;
   using VTile = SwizzledTile<BN, DV>;
-  using OTile = SwizzledTile<BM, DV>;  // staged over the Q tile: same rows, fewer or as many blocks
-  static_assert(OTile::kBlocks <= QTile::kBlocks, "the output tile fits in the Q tile");
+  using OTile = SwizzledTile<BM, DV>;  // staged over the Q tile's space, which is made to fit it
+  static constexpr int kQBytes = QTile::kBytes > OTile::kBytes ? QTile::kBytes : OTile::kBytes;
 
   using Sparse = typename SparseOf<T>::type;
   // The key tiles a block visits, in order: all of the mask's range, or the visible ones.
@@ -96,12 +99,13 @@ struct PrefillSm90 {
   };
   using TileList = typename TileListOf<Sparse>::type;
 
-  // Shared memory: Q, the K ring, the V ring, then the barriers; 1 KiB of slack aligns the tiles.
+  // Shared memory: Q, the K ring, the V ring, (int8) the key-scale ring, then the barriers; 1 KiB of
+  // slack aligns the tiles.
   struct Barriers {
     u64 q_full;
     u64 k_full[STAGES], k_empty[STAGES], v_full[STAGES], v_empty[STAGES];
   };
-  static constexpr int kTileBytes = QTile::kBytes + STAGES * (KTile::kBytes + VTile::kBytes);
+  static constexpr int kTileBytes = kQBytes + STAGES * (KTile::kBytes + VTile::kBytes) + Int8::kScaleBytes;
   // Paged: one more barrier after them, v_tail (the last V tile with its rows past the end zeroed).
   static constexpr int kSmemBytes = 1024 + kTileBytes + int(sizeof(Barriers)) + (kPaged ? 8 : 0);
 
@@ -117,6 +121,10 @@ struct PrefillSm90 {
     __device__ u64* v_tail() const { return reinterpret_cast<u64*>(bar + 1); }
     __device__ u16* k_stage(int s) const { return k + s * KTile::kElems; }
     __device__ u16* v_stage(int s) const { return v + s * VTile::kElems; }
+    // int8: stage s of the key-scale ring, after the V ring.
+    __device__ float* key_scales(int s) const {
+      return reinterpret_cast<float*>(v + STAGES * VTile::kElems) + s * BN;
+    }
   };
 
   // What every thread knows about its block: the rows, the key tiles, where the request lives.
@@ -160,12 +168,12 @@ struct PrefillSm90 {
     if (!setup(p, b)) return;
 
     u16* tiles = reinterpret_cast<u16*>(tma_aligned_smem(smem_raw));
-    Smem sm{tiles, tiles + QTile::kElems, tiles + QTile::kElems + STAGES * KTile::kElems,
+    Smem sm{tiles, tiles + kQBytes / 2, tiles + kQBytes / 2 + STAGES * KTile::kElems,
             reinterpret_cast<Barriers*>(reinterpret_cast<unsigned char*>(tiles) + kTileBytes)};
     if (threadIdx.x == 0) {
       mbar_init(&sm.bar->q_full, 1);
       for (int s = 0; s < STAGES; ++s) {
-        mbar_init(&sm.bar->k_full[s], 1);
+        mbar_init(&sm.bar->k_full[s], Int8::kKeyFullArrivals);  // int8: the TMA bytes and the scales
         mbar_init(&sm.bar->v_full[s], 1);
         mbar_init(&sm.bar->k_empty[s], 4 * W);  // one arrival per consumer warp
         mbar_init(&sm.bar->v_empty[s], 4 * W);
@@ -182,6 +190,8 @@ struct PrefillSm90 {
         if (threadIdx.x < 32) load_paged(p, maps, b, sm);
       } else {
         if (threadIdx.x == 0) load(maps, b, sm);
+        if constexpr (Int8::kOn)
+          if (threadIdx.x / 32 == 1) load_key_scales(p, b, sm);
       }
     } else {
       warpgroup_reg_alloc<kConsumerRegs>();
@@ -238,6 +248,16 @@ struct PrefillSm90 {
     }
   }
 
+  // int8: the key scales of each K tile, by the producer's second warp, into the stage K uses.
+  __device__ static void load_key_scales(const AttentionParams& p, const Block& b, const Smem& sm) {
+    int tile = 0;
+    for (int i = 0; i < b.n_tiles; ++i) {
+      tile = tile_at(b, i, tile);
+      Int8::load_scales(p, sm.key_scales(i % STAGES), &sm.bar->k_full[i % STAGES], &sm.bar->k_empty[i % STAGES],
+                        b.kv_head, b.k_begin, b.sk, tile * BN, i, threadIdx.x % 32);
+    }
+  }
+
   // Paged K/V, by one warp: lane j issues box j of each tile (the pages of a tile are read in one
   // go, before the stage is free). V of tile i reuses the pages K of tile i found.
   __device__ static void load_paged(const AttentionParams& p, const AttentionTensorMaps& maps, const Block& b,
@@ -290,9 +310,13 @@ struct PrefillSm90 {
   // S = Q K^T for this warpgroup's 64 rows and the K tile in stage s (issued, not waited).
   __device__ static void issue_qk(float (&s)[BN / 8][4], const Smem& sm, int cw, int stage) {
     const u32 q = smem_u32(sm.q), k = smem_u32(sm.k_stage(stage));
+    if constexpr (Int8::kOn) {
+      Int8::template issue_qk<QTile, KTile>(s, q, k, cw * 64);
+    } else {
 #pragma unroll
-    for (int kk = 0; kk < KSTEPS; ++kk)
-      wgmma_ss<E, BN, 0>(s, QTile::desc_k_major(q, cw * 64, kk), KTile::desc_k_major(k, 0, kk), kk > 0);
+      for (int kk = 0; kk < KSTEPS; ++kk)
+        wgmma_ss<E, BN, 0>(s, QTile::desc_k_major(q, cw * 64, kk), KTile::desc_k_major(k, 0, kk), kk > 0);
+    }
   }
 
   // O += P V with P in registers (m16n8k16 A fragments per warp) and the V tile in stage s.
@@ -336,6 +360,8 @@ struct PrefillSm90 {
     const AlibiBias<T::kAlibi> alibi[2] = {AlibiBias<T::kAlibi>(p, b.seq, b.head),
                                            AlibiBias<T::kAlibi>(p, b.seq, b.head)};
     const int t1 = b.m0 + b.rows_here;
+    Int8 int8;
+    int8.init(p, b.head, b.q_begin, b.sq, tok);
     const typename Sparse::Row rows[2] = {typename Sparse::Row(b.head), typename Sparse::Row(b.head)};
     auto logits = [&](float (&s)[BN / 8][4], int tile) {
       const int n0 = tile * BN;
@@ -364,6 +390,7 @@ struct PrefillSm90 {
       wgmma_commit();
       wgmma_wait<0>();
       fence_operand(s);
+      int8.scale(s, sm.key_scales(0), col0);
       release(&sm.bar->k_empty[0]);
       int tile = tile_at(b, 0, 0);
       logits(s, tile);
@@ -386,6 +413,7 @@ struct PrefillSm90 {
         token_pass(cw);
         wgmma_wait<1>();
         fence_operand(s);
+        int8.scale(s, sm.key_scales(st), col0);
         release(&sm.bar->k_empty[st]);
         logits(s, tile = tile_at(b, i, tile));
         softmax.update(s, rescale);
