@@ -209,7 +209,10 @@ void set_tensor_maps(AttentionLaunch& l, const KernelPlan& plan, const Attention
     return;
   }
   l.maps.k = tensor_map("k", p.k, qk_cols, s.num_kv_heads, total_k, p.k_head_stride, p.k_row_stride, bn);
-  l.maps.v = tensor_map("v", p.v, plan.head_dim_v, s.num_kv_heads, total_k, p.v_head_stride, p.v_row_stride, bn);
+  // int8_qkv: the kernel reads V rows itself (widening them), but the map checks the view TMA-like
+  // (16-byte aligned base and strides), as the 16-byte loads need.
+  const int v_cols = plan.int8 == Int8Mode::qkv ? plan.head_dim_v / 2 : plan.head_dim_v;
+  l.maps.v = tensor_map("v", p.v, v_cols, s.num_kv_heads, total_k, p.v_head_stride, p.v_row_stride, bn);
 }
 
 // mla_decode's map over the latent cache: (576 columns, page_size slots, pages), boxes of 64

@@ -29,7 +29,8 @@
 //   Element (bf16_t | fp16_t), kHeadDim, kHeadDimV (multiples of 8, <= 256, Dv's 64-column blocks
 //   no more than D's), kGroup, kBlockM (= 64 * kConsumerWarpgroups), kBlockN, kStages,
 //   kConsumerWarpgroups (2 or 3), kPingpong, kMask (MaskKind), kSoftcap, kAlibi (Alibi), kSinks,
-//   kLse (LseOut), kPaged; int8 kernels also kInt8 (Int8Mode::qk: Q·Kᵀ on s8 wgmma, prefill_sm90_int8.cuh).
+//   kLse (LseOut), kPaged; int8 kernels also kInt8 (Q·Kᵀ on s8 wgmma; int8_qkv's V widened by the
+//   producer: prefill_sm90_int8.cuh).
 #pragma once
 
 #include "attnc/features/alibi.cuh"
@@ -81,6 +82,7 @@ struct PrefillSm90 {
 
   using Int8 = PrefillInt8<T, BN, D, STAGES>;  // int8 Q and K: tiles of D bytes per row
   static_assert(!(Int8::kOn && kPaged), "int8 Q/K over contiguous K only (the planner keeps paged int8 on prefill_sm80)");
+  using PE = typename Int8::template PvOf<E>::type;  // P·V's element type
   using QTile = SwizzledTile<BM, Int8::kQkCols>;
   using KTile = SwizzledTile<BN, Int8::kQkCols>;
   using VTile = SwizzledTile<BN, DV>;
@@ -105,9 +107,13 @@ struct PrefillSm90 {
     u64 q_full;
     u64 k_full[STAGES], k_empty[STAGES], v_full[STAGES], v_empty[STAGES];
   };
-  static constexpr int kTileBytes = kQBytes + STAGES * (KTile::kBytes + VTile::kBytes) + Int8::kScaleBytes;
-  // Paged: one more barrier after them, v_tail (the last V tile with its rows past the end zeroed).
-  static constexpr int kSmemBytes = 1024 + kTileBytes + int(sizeof(Barriers)) + (kPaged ? 8 : 0);
+  using RawVTile = typename Int8::template RawVTile<DV>;  // int8_qkv: raw V before widening
+  static constexpr int kTileBytes =
+      kQBytes + STAGES * (KTile::kBytes + VTile::kBytes) + Int8::template kRawVBytes<DV> + Int8::kScaleBytes;
+  // Paged: one more barrier after them, v_tail (the last V tile with its rows past the end zeroed);
+  // int8_qkv: raw_full and raw_empty.
+  static constexpr int kSmemBytes =
+      1024 + kTileBytes + int(sizeof(Barriers)) + (kPaged ? 8 : 0) + Int8::kRawBarrierBytes;
 
   // Named barriers: 0 is __syncthreads; 1..W pass the GEMM-issue token; W+1..2W are each consumer
   // warpgroup's own.
@@ -121,10 +127,13 @@ struct PrefillSm90 {
     __device__ u64* v_tail() const { return reinterpret_cast<u64*>(bar + 1); }
     __device__ u16* k_stage(int s) const { return k + s * KTile::kElems; }
     __device__ u16* v_stage(int s) const { return v + s * VTile::kElems; }
-    // int8: stage s of the key-scale ring, after the V ring.
+    // int8_qkv: stage s of the raw V ring, after the V ring; int8: the key-scale ring after that.
+    __device__ u16* raw_v(int s) const { return v + STAGES * VTile::kElems + s * RawVTile::kElems; }
     __device__ float* key_scales(int s) const {
-      return reinterpret_cast<float*>(v + STAGES * VTile::kElems) + s * BN;
+      return reinterpret_cast<float*>(v + STAGES * VTile::kElems + Int8::template kRawVBytes<DV> / 2) + s * BN;
     }
+    __device__ u64* raw_full(int s) const { return reinterpret_cast<u64*>(bar + 1) + s; }
+    __device__ u64* raw_empty(int s) const { return reinterpret_cast<u64*>(bar + 1) + STAGES + s; }
   };
 
   // What every thread knows about its block: the rows, the key tiles, where the request lives.
@@ -174,11 +183,16 @@ struct PrefillSm90 {
       mbar_init(&sm.bar->q_full, 1);
       for (int s = 0; s < STAGES; ++s) {
         mbar_init(&sm.bar->k_full[s], Int8::kKeyFullArrivals);  // int8: the TMA bytes and the scales
-        mbar_init(&sm.bar->v_full[s], 1);
+        mbar_init(&sm.bar->v_full[s], Int8::kValueFullArrivals);
         mbar_init(&sm.bar->k_empty[s], 4 * W);  // one arrival per consumer warp
         mbar_init(&sm.bar->v_empty[s], 4 * W);
       }
       if constexpr (kPaged) mbar_init(sm.v_tail(), 1);
+      if constexpr (Int8::kWidenV)
+        for (int s = 0; s < STAGES; ++s) {
+          mbar_init(sm.raw_full(s), 1);
+          mbar_init(sm.raw_empty(s), Int8::kWidenWarps);
+        }
       mbar_fence_init();
     }
     __syncthreads();
@@ -192,6 +206,8 @@ struct PrefillSm90 {
         if (threadIdx.x == 0) load(maps, b, sm);
         if constexpr (Int8::kOn)
           if (threadIdx.x / 32 == 1) load_key_scales(p, b, sm);
+        if constexpr (Int8::kWidenV)
+          if (threadIdx.x / 32 >= 2) widen_values(b, sm, threadIdx.x / 32 - 2);
       }
     } else {
       warpgroup_reg_alloc<kConsumerRegs>();
@@ -236,8 +252,12 @@ struct PrefillSm90 {
                 tile);
     };
     auto load_v = [&](int i, int tile) {
-      load_tile(&maps.v, sm.v, sm.bar->v_full, sm.bar->v_empty, VTile::kBlocks, VTile::kElems, VTile::kBytes, BN, i,
-                tile);
+      if constexpr (Int8::kWidenV)  // the raw int8 tile, for the widening warps
+        load_tile(&maps.v, sm.raw_v(0), sm.raw_full(0), sm.raw_empty(0), RawVTile::kBlocks, RawVTile::kElems,
+                  RawVTile::kBytes, BN, i, tile);
+      else
+        load_tile(&maps.v, sm.v, sm.bar->v_full, sm.bar->v_empty, VTile::kBlocks, VTile::kElems, VTile::kBytes, BN, i,
+                  tile);
     };
     int k_tile = tile_at(b, 0, 0), v_tile = k_tile;  // K runs one tile ahead of V
     if (b.n_tiles > 0) load_k(0, k_tile);
@@ -255,6 +275,15 @@ struct PrefillSm90 {
       tile = tile_at(b, i, tile);
       Int8::load_scales(p, sm.key_scales(i % STAGES), &sm.bar->k_full[i % STAGES], &sm.bar->k_empty[i % STAGES],
                         b.kv_head, b.k_begin, b.sk, tile * BN, i, threadIdx.x % 32);
+    }
+  }
+
+  // int8_qkv: each raw V tile widened to fp16 by producer warps 2 and 3 (w = 0, 1) into the V ring.
+  __device__ static void widen_values(const Block& b, const Smem& sm, int w) {
+    for (int i = 0; i < b.n_tiles; ++i) {
+      const int s = i % STAGES;
+      Int8::template widen_v<VTile, DV>(sm.v_stage(s), sm.raw_v(s), &sm.bar->v_full[s], &sm.bar->v_empty[s],
+                                        sm.raw_full(s), sm.raw_empty(s), i, w, threadIdx.x % 32);
     }
   }
 
@@ -323,17 +352,17 @@ struct PrefillSm90 {
   __device__ static void issue_pv(float (&o)[DVN / 8][4], const u32 (&pf)[BN / 16][4], const Smem& sm, int stage) {
     const u32 v = smem_u32(sm.v_stage(stage));
 #pragma unroll
-    for (int kk = 0; kk < BN / 16; ++kk) wgmma_rs<E, DVN, 1>(o, pf[kk], VTile::desc_mn_major(v, kk), true);
+    for (int kk = 0; kk < BN / 16; ++kk) wgmma_rs<PE, DVN, 1>(o, pf[kk], VTile::desc_mn_major(v, kk), true);
   }
 
   // Probabilities (fp32 accumulator layout) -> the A operand of the next product.
   __device__ static void to_operand(const float (&s)[BN / 8][4], u32 (&pf)[BN / 16][4]) {
 #pragma unroll
     for (int kk = 0; kk < BN / 16; ++kk) {
-      pf[kk][0] = pack2<E>(s[2 * kk][0], s[2 * kk][1]);
-      pf[kk][1] = pack2<E>(s[2 * kk][2], s[2 * kk][3]);
-      pf[kk][2] = pack2<E>(s[2 * kk + 1][0], s[2 * kk + 1][1]);
-      pf[kk][3] = pack2<E>(s[2 * kk + 1][2], s[2 * kk + 1][3]);
+      pf[kk][0] = pack2<PE>(s[2 * kk][0], s[2 * kk][1]);
+      pf[kk][1] = pack2<PE>(s[2 * kk][2], s[2 * kk][3]);
+      pf[kk][2] = pack2<PE>(s[2 * kk + 1][0], s[2 * kk + 1][1]);
+      pf[kk][3] = pack2<PE>(s[2 * kk + 1][2], s[2 * kk + 1][3]);
     }
   }
 
@@ -457,10 +486,11 @@ struct PrefillSm90 {
     named_barrier_sync(kWarpgroupBarrier + cw, kWarpgroupThreads);  // every warp's last Q K^T has read Q
 #pragma unroll
     for (int i = 0; i < DVN / 8; ++i) {  // columns past Dv land in the tile's padding
+      const float2 vs = Int8::template v_scale<DV>(p, b.kv_head, i * 8 + col0);  // int8_qkv; else 1
       *reinterpret_cast<u32*>(sm.q + OTile::offset(row0, i * 8 + col0)) =
-          pack2<E>(o[i][0] * inv_sum[0], o[i][1] * inv_sum[0]);
+          pack2<E>(o[i][0] * inv_sum[0] * vs.x, o[i][1] * inv_sum[0] * vs.y);
       *reinterpret_cast<u32*>(sm.q + OTile::offset(row0 + 8, i * 8 + col0)) =
-          pack2<E>(o[i][2] * inv_sum[1], o[i][3] * inv_sum[1]);
+          pack2<E>(o[i][2] * inv_sum[1] * vs.x, o[i][3] * inv_sum[1] * vs.y);
     }
     if constexpr (T::kLse != LseOut::none) {
       if (lane % 4 == 0) {

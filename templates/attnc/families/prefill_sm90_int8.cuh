@@ -1,11 +1,19 @@
-// int8 Q·Kᵀ inside prefill_sm90 (Int8Mode::qk: int8 Q and K, 16-bit V; attention-semantics.md §5.2).
+// int8 inside prefill_sm90 (attention-semantics.md §5.2): Int8Mode::qk (int8 Q and K, 16-bit V) and
+// Int8Mode::qkv (V int8 too, with per-channel v_channel_scale).
 //
 // Q and K tiles arrive by TMA as int8 rows: a SwizzledTile of half the columns in 2-byte units holds
 // them byte for byte (AttentionParams' int8 strides are in 2-byte units too), and S = Q Kᵀ runs as
 // s8 x s8 -> s32 wgmma (k32 steps, both operands K-major, sm90/wgmma_s8.cuh) into the registers of
 // the fp32 score tile. The s32 sums convert exactly (|sum| <= 256 * 127 * 127 < 2^24) and are then
 // multiplied by q_scale[row] * k_token_scale[key], as attention_sm80's int8 path does with its
-// widened tiles, before softcap, ALiBi, mask and softmax. P·V stays 16-bit (V is 16-bit in this mode).
+// widened tiles, before softcap, ALiBi, mask and softmax. P·V stays 16-bit.
+//
+// int8_qkv: 8-bit wgmma takes only K-major operands and V is MN-major for P·V, so V is widened to
+// fp16 (exact for int8) in shared memory: TMA brings the raw int8 V tile into a ring of its own
+// (raw_full / raw_empty barriers), and two producer warps turn it into the swizzled 16-bit V tile
+// the consumers' wgmma reads (v_full gets one arrival per warp); P is packed as fp16 for that product whatever the element type (P in [0, 1]: fp16 keeps 3
+// more bits than bf16). v_channel_scale factors out of the sum over keys and multiplies O's columns
+// in the epilogue, as attention_sm80 does.
 //
 // The key scales travel with the K tile: a producer warp copies the tile's BN scales into a ring
 // beside the K ring and arrives on the same k_full barrier (which then waits for the TMA bytes and
@@ -15,6 +23,7 @@
 
 #include "attnc/features/int8_scales.cuh"
 #include "attnc/params/params.h"
+#include "attnc/sm90/fence.cuh"
 #include "attnc/sm90/mbarrier.cuh"
 #include "attnc/sm90/wgmma.cuh"
 #include "attnc/sm90/wgmma_s8.cuh"
@@ -25,13 +34,32 @@ template <class T, int BN, int D, int STAGES>
 struct PrefillInt8 {
   static constexpr Int8Mode kMode = Int8ModeOf<T>::value;
   static constexpr bool kOn = kMode != Int8Mode::none;
-  static_assert(kMode != Int8Mode::qkv, "prefill_sm90 takes int8_qk; int8_qkv runs on prefill_sm80");
+  static constexpr bool kWidenV = kMode == Int8Mode::qkv;  // V widened by the producer, scaled in the epilogue
   // Columns of the Q and K tiles in 2-byte units: one per int8 pair.
   static constexpr int kQkCols = kOn ? (D + 1) / 2 : D;
   static constexpr int KSTEPS = (D + 31) / 32;  // k32 steps; TMA zero-fills the columns past D
   // The key-scale ring (fp32, BN per stage) and the arrivals k_full takes per stage.
   static constexpr int kScaleBytes = kOn ? STAGES * BN * 4 : 0;
   static constexpr int kKeyFullArrivals = kOn ? 2 : 1;
+  // v_full's arrivals: the TMA thread's, or (int8_qkv) one per widening warp.
+  static constexpr int kWidenWarps = 2;
+  static constexpr int kValueFullArrivals = kWidenV ? kWidenWarps : 1;
+  // int8_qkv's raw V ring (RawVTile: rows of Dv bytes as 2-byte pairs) and its barriers.
+  template <int DV>
+  using RawVTile = SwizzledTile<BN, (DV + 1) / 2>;
+  template <int DV>
+  static constexpr int kRawVBytes = kWidenV ? STAGES * RawVTile<DV>::kBytes : 0;
+  static constexpr int kRawBarrierBytes = kWidenV ? 2 * STAGES * 8 : 0;  // raw_full[STAGES], raw_empty[STAGES]
+
+  // P·V's element type: fp16 where V was widened to fp16 (int8_qkv), else the kernel's.
+  template <class E, bool = kWidenV>
+  struct PvOf {
+    using type = E;
+  };
+  template <class E>
+  struct PvOf<E, true> {
+    using type = fp16_t;
+  };
 
   float qs[2];  // q_scale of this thread's two rows (0 past the request)
 
@@ -56,6 +84,63 @@ struct PrefillInt8 {
       ring[j] = n0 + j < sk ? __ldg(ks + (long long)(k_begin + n0 + j) * p.k_token_scale_row_stride) : 0.f;
     __syncwarp();
     if (lane == 0) mbar_arrive(full);  // release: the stores above are seen by whoever waits on `full`
+  }
+
+  // Widening warps (w = 0, 1 of kWidenWarps): the raw int8 V tile of stage s -> fp16 in the swizzled
+  // 16-bit tile `dst` (VTile), once TMA has filled the one and the consumers have released the
+  // other; then one arrival per warp on v_full and on raw_empty. Rows past the tensor arrive as
+  // zeros (TMA's fill) and rows past the request are masked (P = 0 there).
+  // 16 bytes a lane: biased to unsigned (xor 0x80), placed under the fp16 exponent of 1024
+  // (0x64XX = 1024 + u), minus 1152: exact, with no int -> float conversions.
+  template <class VTile, int DV>
+  __device__ static void widen_v(u16* dst, const u16* raw, u64* v_full, u64* v_empty, u64* raw_full, u64* raw_empty,
+                                 int i, int w, int lane) {
+    if constexpr (kWidenV) {
+      using Raw = RawVTile<DV>;
+      constexpr int kPieces = (DV + 15) / 16;  // 16-byte pieces of a raw row
+      if (lane == 0) {
+        mbar_wait(raw_full, (i / STAGES) & 1);
+        mbar_wait(v_empty, ((i / STAGES) & 1) ^ 1);
+      }
+      __syncwarp();
+#pragma unroll 1
+      for (int j = w * 32 + lane; j < BN * kPieces; j += kWidenWarps * 32) {
+        const int row = j / kPieces, piece = j % kPieces;
+        const uint4 in = *reinterpret_cast<const uint4*>(raw + Raw::offset(row, piece * 8));
+        const u32 a = in.x ^ 0x80808080u, b = in.y ^ 0x80808080u, c = in.z ^ 0x80808080u, d = in.w ^ 0x80808080u;
+        *reinterpret_cast<uint4*>(dst + VTile::offset(row, piece * 16)) =
+            make_uint4(widen4_lo(a), widen4_hi(a), widen4_lo(b), widen4_hi(b));
+        *reinterpret_cast<uint4*>(dst + VTile::offset(row, piece * 16 + 8)) =
+            make_uint4(widen4_lo(c), widen4_hi(c), widen4_lo(d), widen4_hi(d));
+      }
+      fence_proxy_async_shared();  // ordinary stores, read by wgmma
+      __syncwarp();
+      if (lane == 0) {
+        mbar_arrive(v_full);
+        mbar_arrive(raw_empty);
+      }
+    }
+  }
+
+  // Bytes 0, 1 (lo) or 2, 3 (hi) of four biased int8 values -> two fp16 values.
+  __device__ static u32 widen4_lo(u32 u) { return hsub2_1152(__byte_perm(u, 0x64646464u, 0x5150)); }
+  __device__ static u32 widen4_hi(u32 u) { return hsub2_1152(__byte_perm(u, 0x64646464u, 0x7372)); }
+
+  // Two fp16 lanes minus 1152 (0x6480): 1024 + u - 1152 = u - 128, the signed byte.
+  __device__ static u32 hsub2_1152(u32 x) {
+    u32 r;
+    asm("sub.f16x2 %0, %1, %2;\n" : "=r"(r) : "r"(x), "r"(0x64806480u));
+    return r;
+  }
+
+  // int8_qkv: v_channel_scale of this thread's output columns d and d + 1 (1 past Dv, in the padding).
+  template <int DV>
+  __device__ static float2 v_scale(const AttentionParams& p, int kv_head, int d) {
+    if constexpr (kWidenV) {
+      const float* vs = p.v_channel_scale + kv_head * DV;
+      return make_float2(d < DV ? vs[d] : 0.f, d + 1 < DV ? vs[d + 1] : 0.f);
+    }
+    return make_float2(1.f, 1.f);
   }
 
   // tok: this thread's two rows within the request.
