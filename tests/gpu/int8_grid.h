@@ -77,7 +77,7 @@ inline std::vector<GridCase> int8_grid() {
                  std::to_string(c.num_splits);
         }
         g.name = name + (c.q_scale_head_major ? "_qsHT" : "_qsTH");
-        if (kind == KernelKind::prefill) {  // on both prefill families (prefill_sm90 refuses int8_qkv)
+        if (kind == KernelKind::prefill) {  // on both prefill families (prefill_sm90 refuses Dv 80)
           GridCase sm90 = g;
           sm90.family = "prefill_sm90";
           sm90.name = "sm90_" + g.name;

@@ -385,7 +385,7 @@ struct PrefillSm90 {
     const int col0 = (lane % 4) * 2;
     const int tok[2] = {b.m0 + row0, b.m0 + row0 + 8};
     const Mask<T::kMask> mask(b.sq, b.sk, p.window_left, p.window_right);
-    const ScoreTransform<T::kSoftcap> score(p);
+    const typename Int8::template ScoreOf<ScoreTransform<T::kSoftcap>>::type score(p);  // int8: folded
     const AlibiBias<T::kAlibi> alibi[2] = {AlibiBias<T::kAlibi>(p, b.seq, b.head),
                                            AlibiBias<T::kAlibi>(p, b.seq, b.head)};
     const int t1 = b.m0 + b.rows_here;
@@ -423,7 +423,7 @@ struct PrefillSm90 {
       release(&sm.bar->k_empty[0]);
       int tile = tile_at(b, 0, 0);
       logits(s, tile);
-      softmax.update(s, rescale);
+      int8.softmax_update(softmax, s, rescale);  // 16-bit: softmax.update
       to_operand(s, pf);
 
       // Tile i: Q K_i^T is issued before P_{i-1} V_{i-1}, so the softmax of tile i runs while
@@ -445,7 +445,7 @@ struct PrefillSm90 {
         int8.scale(s, sm.key_scales(st), col0);
         release(&sm.bar->k_empty[st]);
         logits(s, tile = tile_at(b, i, tile));
-        softmax.update(s, rescale);
+        int8.softmax_update(softmax, s, rescale);  // 16-bit: softmax.update
         wgmma_wait<0>();
         fence_operand(o);
         release(&sm.bar->v_empty[prev]);

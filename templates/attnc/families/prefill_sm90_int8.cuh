@@ -6,7 +6,12 @@
 // s8 x s8 -> s32 wgmma (k32 steps, both operands K-major, sm90/wgmma_s8.cuh) into the registers of
 // the fp32 score tile. The s32 sums convert exactly (|sum| <= 256 * 127 * 127 < 2^24) and are then
 // multiplied by q_scale[row] * k_token_scale[key], as attention_sm80's int8 path does with its
-// widened tiles, before softcap, ALiBi, mask and softmax. P·V stays 16-bit.
+// widened tiles, before softcap, ALiBi, mask and softmax. The score transform's own multiplier
+// (scale * log2 e, or softcap's scale / cap) is folded into the q scales at the start, so the
+// scores pay one multiplication less (FoldedScore is what is left of the transform); with neither
+// softcap nor ALiBi the q scale goes further, into the softmax's exponent FMA
+// (OnlineSoftmax::update_scaled), and a score costs one conversion and one multiplication (by its
+// key's scale) more than a 16-bit one. P·V stays 16-bit.
 //
 // int8_qkv: 8-bit wgmma takes only K-major operands and V is MN-major for P·V, so V is widened to
 // fp16 (exact for int8) in shared memory: TMA brings the raw int8 V tile into a ring of its own
@@ -22,6 +27,7 @@
 #pragma once
 
 #include "attnc/features/int8_scales.cuh"
+#include "attnc/features/score.cuh"
 #include "attnc/params/params.h"
 #include "attnc/sm90/fence.cuh"
 #include "attnc/sm90/mbarrier.cuh"
@@ -34,6 +40,9 @@ template <class T, int BN, int D, int STAGES>
 struct PrefillInt8 {
   static constexpr Int8Mode kMode = Int8ModeOf<T>::value;
   static constexpr bool kOn = kMode != Int8Mode::none;
+  // The q scale applied by the softmax (update_scaled) rather than to each score: only where
+  // nothing between the scores and the softmax needs the true logits.
+  static constexpr bool kRowScaleInSoftmax = kOn && !T::kSoftcap && T::kAlibi == Alibi::none;
   static constexpr bool kWidenV = kMode == Int8Mode::qkv;  // V widened by the producer, scaled in the epilogue
   // Columns of the Q and K tiles in 2-byte units: one per int8 pair.
   static constexpr int kQkCols = kOn ? (D + 1) / 2 : D;
@@ -61,7 +70,25 @@ struct PrefillInt8 {
     using type = fp16_t;
   };
 
-  float qs[2];  // q_scale of this thread's two rows (0 past the request)
+  // The score transform once its multiplier is in the q scales: softcap's tanh and cap, or nothing.
+  struct FoldedScore {
+    float out_mul;  // softcap: cap * log2(e)
+    __device__ explicit FoldedScore(const AttentionParams& p) : out_mul(p.softcap * kLog2e) {}
+    __device__ float operator()(float qk) const {
+      if constexpr (T::kSoftcap) return fast_tanh(qk) * out_mul;
+      return qk;
+    }
+  };
+  template <class Score, bool = kOn>
+  struct ScoreOf {
+    using type = Score;
+  };
+  template <class Score>
+  struct ScoreOf<Score, true> {
+    using type = FoldedScore;
+  };
+
+  float qs[2];  // q_scale of this thread's two rows times the transform's multiplier (0 past the request)
 
   // S (as s32, in s's registers) = Q Kᵀ for the warpgroup's 64 rows at q_row0; issued, not waited.
   template <class QTile, class KTile>
@@ -143,19 +170,32 @@ struct PrefillInt8 {
     return make_float2(1.f, 1.f);
   }
 
+  // The online softmax's step over a tile of scores.
+  template <class Softmax, int NT>
+  __device__ void softmax_update(Softmax& softmax, float (&s)[NT][4], float (&rescale)[2]) const {
+    if constexpr (kRowScaleInSoftmax) softmax.update_scaled(s, rescale, qs);
+    else softmax.update(s, rescale);
+  }
+
   // tok: this thread's two rows within the request.
   __device__ void init(const AttentionParams& p, int head, int q_begin, int sq, const int (&tok)[2]) {
     if constexpr (kOn) {
+      const float mul = T::kSoftcap ? p.softcap_inv_scale : p.scale_log2;  // ScoreTransform's, folded in
 #pragma unroll
-      for (int r = 0; r < 2; ++r)
+      for (int r = 0; r < 2; ++r) {
         qs[r] = tok[r] < sq ? p.q_scale[(long long)(q_begin + tok[r]) * p.q_scale_row_stride +
-                                        head * p.q_scale_head_stride]
+                                        head * p.q_scale_head_stride] * mul
                             : 0.f;
+        // update_scaled needs a scale > 0 (a masked -inf times 0 is NaN); a row of zeros (q_scale 0)
+        // has every score 0, which a tiny scale keeps.
+        if constexpr (kRowScaleInSoftmax) qs[r] = fmaxf(qs[r], 1e-30f);
+      }
     }
   }
 
-  // s32 scores (in s's registers, fenced after the wait) -> fp32 times q_scale * k_token_scale, the
-  // key scales from the K tile's stage of the ring (read before the stage is released).
+  // s32 scores (in s's registers, fenced after the wait) -> fp32 times q_scale * k_token_scale (or,
+  // kRowScaleInSoftmax, times k_token_scale only), the key scales from the K tile's stage of the
+  // ring (read before the stage is released).
   __device__ void scale(float (&s)[BN / 8][4], const float* ring, int col0) const {
     if constexpr (kOn) {
       const int(&si)[BN / 8][4] = reinterpret_cast<const int(&)[BN / 8][4]>(s);
@@ -163,10 +203,17 @@ struct PrefillInt8 {
       for (int i = 0; i < BN / 8; ++i) {
         const float2 k = *reinterpret_cast<const float2*>(ring + i * 8 + col0);
         const int lo0 = si[i][0], lo1 = si[i][1], hi0 = si[i][2], hi1 = si[i][3];
-        s[i][0] = float(lo0) * (qs[0] * k.x);
-        s[i][1] = float(lo1) * (qs[0] * k.y);
-        s[i][2] = float(hi0) * (qs[1] * k.x);
-        s[i][3] = float(hi1) * (qs[1] * k.y);
+        if constexpr (kRowScaleInSoftmax) {  // the q scale waits for the softmax
+          s[i][0] = float(lo0) * k.x;
+          s[i][1] = float(lo1) * k.y;
+          s[i][2] = float(hi0) * k.x;
+          s[i][3] = float(hi1) * k.y;
+        } else {
+          s[i][0] = float(lo0) * (qs[0] * k.x);
+          s[i][1] = float(lo1) * (qs[0] * k.y);
+          s[i][2] = float(hi0) * (qs[1] * k.x);
+          s[i][3] = float(hi1) * (qs[1] * k.y);
+        }
       }
     }
   }
