@@ -100,15 +100,23 @@ struct PrefillInt8 {
   }
 
   // Producer warp: the scales of keys [n0, n0 + BN) of the request (0 past sk, masked there) into
-  // stage `ring`, once the consumers have released it; then one arrival on k_full.
+  // stage `ring`, once the consumers have released it; then one arrival on k_full. The loads are
+  // issued before the wait, so their latency passes while the stage is still in use.
   __device__ static void load_scales(const AttentionParams& p, float* ring, u64* full, u64* empty, int kv_head,
                                      int k_begin, int sk, int n0, int i, int lane) {
+    constexpr int kPerLane = (BN + 31) / 32;
+    const float* ks = p.k_token_scale + kv_head * p.k_token_scale_head_stride;
+    float v[kPerLane];
+#pragma unroll
+    for (int t = 0; t < kPerLane; ++t) {
+      const int j = lane + 32 * t;
+      v[t] = j < BN && n0 + j < sk ? __ldg(ks + (long long)(k_begin + n0 + j) * p.k_token_scale_row_stride) : 0.f;
+    }
     if (lane == 0) mbar_wait(empty, ((i / STAGES) & 1) ^ 1);
     __syncwarp();
-    const float* ks = p.k_token_scale + kv_head * p.k_token_scale_head_stride;
 #pragma unroll
-    for (int j = lane; j < BN; j += 32)
-      ring[j] = n0 + j < sk ? __ldg(ks + (long long)(k_begin + n0 + j) * p.k_token_scale_row_stride) : 0.f;
+    for (int t = 0; t < kPerLane; ++t)
+      if (lane + 32 * t < BN) ring[lane + 32 * t] = v[t];
     __syncwarp();
     if (lane == 0) mbar_arrive(full);  // release: the stores above are seen by whoever waits on `full`
   }
