@@ -82,7 +82,7 @@ struct PrefillSm90 {
 
   using Int8 = PrefillInt8<T, BN, D, STAGES>;  // int8 Q and K: tiles of D bytes per row
   static_assert(!(Int8::kOn && kPaged), "int8 Q/K over contiguous K only (the planner keeps paged int8 on prefill_sm80)");
-  using PE = typename Int8::template PvOf<E>::type;  // P·V's element type
+  using PE = typename conditional<Int8::kWidenV, fp16_t, E>::type;  // P·V's element type: fp16 over widened V
   using QTile = SwizzledTile<BM, Int8::kQkCols>;
   using KTile = SwizzledTile<BN, Int8::kQkCols>;
   using VTile = SwizzledTile<BN, DV>;
@@ -101,8 +101,8 @@ struct PrefillSm90 {
   };
   using TileList = typename TileListOf<Sparse>::type;
 
-  // Shared memory: Q, the K ring, the V ring, (int8) the key-scale ring, then the barriers; 1 KiB of
-  // slack aligns the tiles.
+  // Shared memory: Q, the K ring, the V ring, (int8_qkv) the raw V ring, (int8) the key-scale ring,
+  // then the barriers; 1 KiB of slack aligns the tiles.
   struct Barriers {
     u64 q_full;
     u64 k_full[STAGES], k_empty[STAGES], v_full[STAGES], v_empty[STAGES];
@@ -385,7 +385,8 @@ struct PrefillSm90 {
     const int col0 = (lane % 4) * 2;
     const int tok[2] = {b.m0 + row0, b.m0 + row0 + 8};
     const Mask<T::kMask> mask(b.sq, b.sk, p.window_left, p.window_right);
-    const typename Int8::template ScoreOf<ScoreTransform<T::kSoftcap>>::type score(p);  // int8: folded
+    // int8: the transform's multiplier is folded into the q scales (PrefillInt8::FoldedScore).
+    const typename conditional<Int8::kOn, typename Int8::FoldedScore, ScoreTransform<T::kSoftcap>>::type score(p);
     const AlibiBias<T::kAlibi> alibi[2] = {AlibiBias<T::kAlibi>(p, b.seq, b.head),
                                            AlibiBias<T::kAlibi>(p, b.seq, b.head)};
     const int t1 = b.m0 + b.rows_here;

@@ -16,14 +16,16 @@
 // int8_qkv: 8-bit wgmma takes only K-major operands and V is MN-major for P·V, so V is widened to
 // fp16 (exact for int8) in shared memory: TMA brings the raw int8 V tile into a ring of its own
 // (raw_full / raw_empty barriers), and two producer warps turn it into the swizzled 16-bit V tile
-// the consumers' wgmma reads (v_full gets one arrival per warp); P is packed as fp16 for that product whatever the element type (P in [0, 1]: fp16 keeps 3
-// more bits than bf16). v_channel_scale factors out of the sum over keys and multiplies O's columns
-// in the epilogue, as attention_sm80 does.
+// the consumers' wgmma reads (v_full gets one arrival per warp); P is packed as fp16 for that
+// product whatever the element type (P in [0, 1]: fp16 keeps 3 more bits than bf16).
+// v_channel_scale factors out of the sum over keys and multiplies O's columns in the epilogue, as
+// attention_sm80 does.
 //
 // The key scales travel with the K tile: a producer warp copies the tile's BN scales into a ring
 // beside the K ring and arrives on the same k_full barrier (which then waits for the TMA bytes and
 // that arrival), so the consumers read them from shared memory after the product, holding no
-// registers across it (fetching them into registers under the wgmma spilled at d128).
+// registers across it (fetching them into registers under the wgmma spilled at d128). K/V rows
+// past the request read the next request's scales or zeros and are masked.
 #pragma once
 
 #include "attnc/features/int8_scales.cuh"
@@ -60,16 +62,6 @@ struct PrefillInt8 {
   static constexpr int kRawVBytes = kWidenV ? STAGES * RawVTile<DV>::kBytes : 0;
   static constexpr int kRawBarrierBytes = kWidenV ? 2 * STAGES * 8 : 0;  // raw_full[STAGES], raw_empty[STAGES]
 
-  // P·V's element type: fp16 where V was widened to fp16 (int8_qkv), else the kernel's.
-  template <class E, bool = kWidenV>
-  struct PvOf {
-    using type = E;
-  };
-  template <class E>
-  struct PvOf<E, true> {
-    using type = fp16_t;
-  };
-
   // The score transform once its multiplier is in the q scales: softcap's tanh and cap, or nothing.
   struct FoldedScore {
     float out_mul;  // softcap: cap * log2(e)
@@ -78,14 +70,6 @@ struct PrefillInt8 {
       if constexpr (T::kSoftcap) return fast_tanh(qk) * out_mul;
       return qk;
     }
-  };
-  template <class Score, bool = kOn>
-  struct ScoreOf {
-    using type = Score;
-  };
-  template <class Score>
-  struct ScoreOf<Score, true> {
-    using type = FoldedScore;
   };
 
   float qs[2];  // q_scale of this thread's two rows times the transform's multiplier (0 past the request)
