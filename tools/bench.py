@@ -639,6 +639,61 @@ def mla_rows(spec, db):
     return [row]
 
 
+INT8_PREFILL = dict(D=128, B=4, S=4096)  # the issue's int8 prefill shape (Hq 32, Hkv 8, causal)
+
+
+def bench_int8_prefill(attnc_bin, workdir):
+    """int8 prefill in both modes beside attnc's bf16 on the same shape, through `attnc run` (the
+    Python wrapper takes 16-bit q/k/v only): medians of 50 launches, and each int8 mode's error
+    against the float64 reference at a smaller shape (B1 S1024) in the same run."""
+    d, b, S = INT8_PREFILL["D"], INT8_PREFILL["B"], INT8_PREFILL["S"]
+    variants = [("bf16", "", None), ("int8_qk", "int8_qk", None), ("int8_qkv", "int8_qkv", None),
+                ("int8_qk prefill_sm80", "int8_qk", "{families: [prefill_sm80]}")]
+    flops = 4 * b * HQ * S * S * d / 2
+    rows = []
+    for label, quant, tuning in variants:
+        path = os.path.join(workdir, "bench-int8-" + label.replace(" ", "-") + ".yaml")
+        with open(path, "w") as f:
+            f.write(spec_yaml("bench-int8-" + label.replace(" ", "-"), d, True, "prefill", 16, tuning,
+                              kv_dtype="int8" if quant else "same"))
+            if quant:
+                f.write(f"quant: {quant}\n")
+
+        def run(seqlens, extra):
+            out = subprocess.run([attnc_bin, "run", path, "--seqlens", ",".join([str(seqlens[1])] * seqlens[0]),
+                                  "--json", "--seed", "1"] + extra, capture_output=True, text=True)
+            if out.returncode != 0:
+                print(f"  {label}: attnc run failed: {out.stderr.strip()[:300]}", flush=True)
+                return None
+            return json.loads(out.stdout)
+
+        timed = run((b, S), ["--no-check", "--reps", "50"])
+        checked = run((1, 1024), ["--reps", "0"]) if quant else None
+        row = dict(shape=f"int8 prefill d{d} causal B{b} S{S} Hq{HQ} Hkv{HKV}", unit="ms", variant=label)
+        if timed:
+            row.update(ms=timed["time_ms"], tflops=flops / timed["time_ms"] / 1e9, kernel=timed["entry"])
+        if checked:
+            row.update(check_passed=checked["passed"], max_abs_err=checked["max_abs_err"],
+                       rel_l2_err=checked["rel_l2_err"])
+        print(json.dumps(row), flush=True)
+        rows.append(row)
+    return rows
+
+
+def int8_markdown(rows):
+    int8 = [r for r in rows if r.get("variant")]
+    if not int8:
+        return []
+    base = next((r.get("ms") for r in int8 if r["variant"] == "bf16"), None)
+    lines = ["", f"| {int8[0]['shape']} | kernel | ms | TFLOP/s | bf16 / this | error at B1 S1024 (max abs, rel L2) |",
+             "|---|---|---|---|---|---|"]
+    for r in int8:
+        err = f"{r['max_abs_err']:.4f}, {r['rel_l2_err']:.4f}" if "max_abs_err" in r else "-"
+        lines.append(f"| {r['variant']} | `{r.get('kernel', '-')}` | {fmt(r.get('ms'), 3)} | {fmt(r.get('tflops'))} "
+                     f"| {ratio(base, r.get('ms'))} | {err} |")
+    return lines
+
+
 def ratio(a, b):
     return "-" if not a or not b else f"{a / b:.2f}"
 
@@ -685,6 +740,7 @@ def markdown(rows, jit, env):
                          f"{fmt(r.get('attnc_sparse_heuristic'), 3)} | {fmt(r.get('attnc_dense_causal'), 3)} | "
                          f"{fmt(r.get('flex'), 3)} | {ratio(r.get('attnc_dense_causal'), best)} | "
                          f"{ratio(r.get('flex'), best)} | {fmt(r['sparse_tflop'] / (best / 1e3))} |")
+    lines += int8_markdown(rows)
     if jit:
         lines += ["", "| JIT | seconds |", "|---|---|"] + [f"| {j['what']} | {j['seconds']:.3f} |" for j in jit]
     return "\n".join(lines) + "\n"
@@ -698,9 +754,9 @@ def main():
     ap.add_argument("--out", default=os.environ.get("OUT", "."), help="bench.json and bench.md go here")
     ap.add_argument("--page-size", type=int, default=16)
     ap.add_argument("--write-specs", action="store_true", help="only write the specs and shapes, print their paths")
-    ap.add_argument("--only", choices=["prefill", "decode", "serving", "paged", "mla", "sparse"],
+    ap.add_argument("--only", choices=["prefill", "decode", "serving", "paged", "mla", "sparse", "int8"],
                     help="one kind of rows, without the JIT figures (mla: MLA absorbed decode; paged: the "
-                         "serving varlen batch over a page-16 cache)")
+                         "serving varlen batch over a page-16 cache; int8: int8 prefill in both modes beside bf16)")
     ap.add_argument("--no-flex", action="store_true", help="leave FlexAttention out (its compiles take minutes)")
     ap.add_argument("--decode-tuning", help="the decode spec's `tuning:` map, e.g. '{warps: [4, 8]}'")
     args = ap.parse_args()
@@ -716,7 +772,7 @@ def main():
     env = dict(name=dev.name, sms=dev.multi_processor_count, torch=torch.__version__,
                cudnn=torch.backends.cudnn.version(), attnc=attnc.version())
     print(env, flush=True)
-    flex, block_mask_fn = (None, None) if args.no_flex or args.only == "mla" else flex_fn()
+    flex, block_mask_fn = (None, None) if args.no_flex or args.only in ("mla", "int8") else flex_fn()
     rows = []
     for s in specs:
         if s["kind"] in ("prefill", "serving", "paged"):
@@ -730,6 +786,8 @@ def main():
         else:
             rows += decode_rows(s, args.db, args.page_size, flex)
         torch.cuda.empty_cache()
+    if args.only == "int8":
+        rows += bench_int8_prefill(args.attnc, args.workdir)
     jit = [] if args.only else jit_rows(args.attnc, args.workdir)
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "bench.json"), "w") as f:

@@ -7,6 +7,22 @@ namespace {
 
 int blocks64(int d) { return (d + 63) / 64; }
 
+// int8 (attention-semantics.md §5.2) on prefill_sm90: Q·Kᵀ on s8 wgmma over contiguous Q/K, and
+// int8_qkv's V widened to fp16 by the producer (prefill_sm90_int8.cuh); what it does not take stays
+// on prefill_sm80's widening path.
+std::string prefill_sm90_int8_refusal(const Spec& s, KernelKind kind) {
+  const bool qkv = s.quant == QuantMode::int8_qkv;
+  if (!qkv && s.quant != QuantMode::int8_qk) return "";
+  if (kind != KernelKind::prefill)
+    return "prefill_sm90 reads int8 Q/K contiguous only (the paged cache's per-page key scales are not wired); "
+           "paged int8 prefill runs on prefill_sm80";
+  if (s.head_dim % 16 != 0 || (qkv && s.head_dim_v % 16 != 0))
+    return "prefill_sm90 reads int8 rows in 16-byte units: head_dim " + std::to_string(s.head_dim) +
+           (qkv ? " and head_dim_v " + std::to_string(s.head_dim_v) + " must be multiples" : " is not a multiple") +
+           " of 16; it runs on prefill_sm80";
+  return "";
+}
+
 void check_config(const Spec& s, KernelKind kind, const Config& c, const ArchInfo& arch) {
   if (c.block_m != 128 && c.block_m != 192)
     throw BadConfig("block_m " + std::to_string(c.block_m) + "; prefill_sm90 gives each consumer warpgroup 64 rows " +
@@ -25,12 +41,11 @@ std::string prefill_sm90_refusal(const Spec& s, KernelKind kind, const std::stri
   if (kind == KernelKind::decode) return "prefill_sm90 makes prefill kernels; decode stays on decode_split";
   if (kind != KernelKind::prefill && kind != KernelKind::prefill_paged)
     return std::string("prefill_sm90 makes prefill kernels, not ") + to_string(kind);
-  if (s.quant == QuantMode::int8_qkv || s.quant == QuantMode::int8_qk)
-    return "prefill_sm90 reads 16-bit Q/K/V through TMA (no int8 wgmma path yet); int8 prefill runs on prefill_sm80";
+  if (const std::string why = prefill_sm90_int8_refusal(s, kind); !why.empty()) return why;
   if (kind == KernelKind::prefill_paged && s.kv_cache.dtype != KvDType::same)
     return std::string("prefill_sm90 reads 16-bit paged caches; a ") + to_string(s.kv_cache.dtype) +
            " cache stays on prefill_sm80";
-  if (blocks64(s.head_dim_v) > blocks64(s.head_dim))
+  if (s.quant == QuantMode::none && blocks64(s.head_dim_v) > blocks64(s.head_dim))
     return "prefill_sm90 stages the output in the Q tile: head_dim_v " + std::to_string(s.head_dim_v) +
            " needs more 64-column blocks than head_dim " + std::to_string(s.head_dim) + " has";
   return "";
@@ -45,19 +60,34 @@ Config default_prefill_sm90_config(const Spec& s) {
   // than m128n64 on Phi-3-small, docs/kernels-block-sparse.md).
   c.block_n = s.sparse.enabled ? std::clamp(s.sparse.block_size, 64, 128) : 128;
   c.block_m = d <= 64 || (s.sparse.enabled && d <= 128 && c.block_n <= 64) ? 192 : 128;
+  // int8: the s32 scores' conversion and scaling add registers that spill at 3 x 64 rows (d64
+  // with sqrt-ALiBi and LSE: 212 bytes), so 2 x 64.
+  if (s.quant == QuantMode::int8_qk || s.quant == QuantMode::int8_qkv) c.block_m = 128;
   c.warps = c.block_m / 16 + 4;
   c.stages = 2;
   c.pingpong = true;
   // Narrower key tiles until two stages fit (d192: 112, d256: 80), for the paged kernel too.
   const int limit = arch_info("sm_90a").max_smem_per_block;
   while (c.block_n > 16 && prefill_sm90_smem_bytes(s, c, KernelKind::prefill_paged) > limit) c.block_n -= 16;
+  // int8 above d128 (its smaller K tiles would fit wider key tiles than bf16's): 112 keys at d192
+  // (n128 spills 60 bytes with window, softcap, sqrt-ALiBi and LSE), 64 at d256 (n96 and n80 spill
+  // 36 and 8 bytes with sqrt-ALiBi and LSE).
+  if (s.quant != QuantMode::none && d > 128) c.block_n = std::min(c.block_n, d > 192 ? 64 : 112);
   return c;
 }
 
 int prefill_sm90_smem_bytes(const Spec& s, const Config& c, KernelKind kind) {
-  const int dq = 64 * blocks64(s.head_dim), dv = 64 * blocks64(s.head_dim_v);
+  // Columns in 2-byte units: an int8 Q/K row of D bytes is D / 2 of them. The output is staged
+  // over the Q tile's space, which is the larger of the two.
+  const int int8_pairs = s.quant == QuantMode::none ? 1 : 2;
+  const int dq = 64 * blocks64(s.head_dim / int8_pairs), dv = 64 * blocks64(s.head_dim_v);
   const int barriers = 8 * (1 + 4 * c.stages + (kind == KernelKind::prefill_paged ? 1 : 0));
-  return 1024 + 2 * (c.block_m * dq + c.stages * c.block_n * (dq + dv)) + barriers;
+  const int key_scales = int8_pairs == 2 ? 4 * c.stages * c.block_n : 0;  // int8: a ring of fp32 key scales
+  // int8_qkv: the raw int8 V ring (TMA lands it, the producer widens it into the V ring) and its
+  // raw_full / raw_empty barriers.
+  const bool qkv = s.quant == QuantMode::int8_qkv;
+  const int raw_v = qkv ? 2 * c.stages * c.block_n * 64 * blocks64(s.head_dim_v / 2) + 16 * c.stages : 0;
+  return 1024 + 2 * (c.block_m * std::max(dq, dv) + c.stages * c.block_n * (dq + dv)) + key_scales + raw_v + barriers;
 }
 
 void plan_prefill_sm90(const Spec& s, KernelKind kind, const Config& c, const ArchInfo& arch, KernelPlan& p) {

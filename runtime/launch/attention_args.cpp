@@ -196,7 +196,9 @@ void set_tensor_maps(AttentionLaunch& l, const KernelPlan& plan, const Attention
   const int total_k = plan.paged ? 0 : known_total_k(a);
   require(total_k >= 0, "prefill_sm90 reads K and V through TMA and needs total_k (the rows of k and v)");
   l.tensor_maps = true;
-  l.maps.q = tensor_map("q", p.q, plan.head_dim, s.num_q_heads, a.total_q, p.q_head_stride, p.q_row_stride, bm);
+  // int8 Q/K rows are mapped as 16-bit pairs of bytes (set_int8_params halved their strides).
+  const int qk_cols = plan.int8 == Int8Mode::none ? plan.head_dim : plan.head_dim / 2;
+  l.maps.q = tensor_map("q", p.q, qk_cols, s.num_q_heads, a.total_q, p.q_head_stride, p.q_row_stride, bm);
   if (plan.paged) {
     // Boxes of gcd(page_size, block_n) rows never cross a page (PagedKvBoxes, prefill_sm90_paged.cuh).
     const int box = std::gcd(a.page_size, bn);
@@ -206,8 +208,11 @@ void set_tensor_maps(AttentionLaunch& l, const KernelPlan& plan, const Attention
                                 p.v_block_stride, box);
     return;
   }
-  l.maps.k = tensor_map("k", p.k, plan.head_dim, s.num_kv_heads, total_k, p.k_head_stride, p.k_row_stride, bn);
-  l.maps.v = tensor_map("v", p.v, plan.head_dim_v, s.num_kv_heads, total_k, p.v_head_stride, p.v_row_stride, bn);
+  l.maps.k = tensor_map("k", p.k, qk_cols, s.num_kv_heads, total_k, p.k_head_stride, p.k_row_stride, bn);
+  // int8_qkv: the kernel reads V rows itself (widening them), but the map checks the view TMA-like
+  // (16-byte aligned base and strides), as the 16-byte loads need.
+  const int v_cols = plan.int8 == Int8Mode::qkv ? plan.head_dim_v / 2 : plan.head_dim_v;
+  l.maps.v = tensor_map("v", p.v, v_cols, s.num_kv_heads, total_k, p.v_head_stride, p.v_row_stride, bn);
 }
 
 // mla_decode's map over the latent cache: (576 columns, page_size slots, pages), boxes of 64

@@ -1,5 +1,5 @@
 // The int8 cases of the attention grid (attention-semantics.md §5.2): both int8 modes as
-// contiguous prefill, paged prefill and paged decode (one and several query tokens), with the
+// contiguous prefill (on prefill_sm80 and prefill_sm90, `sm90_`), paged prefill and paged decode (one and several query tokens), with the
 // features the int8 fork allows (causal, window, softcap, ALiBi, sqrt-ALiBi, GQA), q scales in
 // both layouts, and the fork's HND cache beside the other layouts. Checked against the float64
 // reference on the dequantised inputs (check/int8_inputs.h).
@@ -77,6 +77,13 @@ inline std::vector<GridCase> int8_grid() {
                  std::to_string(c.num_splits);
         }
         g.name = name + (c.q_scale_head_major ? "_qsHT" : "_qsTH");
+        if (kind == KernelKind::prefill) {  // on both prefill families (prefill_sm90 refuses Dv 80)
+          GridCase sm90 = g;
+          sm90.family = "prefill_sm90";
+          sm90.name = "sm90_" + g.name;
+          out.push_back(std::move(sm90));
+          g.family = "prefill_sm80";
+        }
         out.push_back(g);
       }
     }

@@ -14,6 +14,8 @@ struct bf16_t {};
 struct fp16_t {};
 template <class A, class B> struct is_same { static constexpr bool value = false; };
 template <class A> struct is_same<A, A> { static constexpr bool value = true; };
+template <bool C, class A, class B> struct conditional { using type = A; };
+template <class A, class B> struct conditional<false, A, B> { using type = B; };
 
 __device__ __forceinline__ u32 smem_u32(const void* p) {
   u32 a;

@@ -29,7 +29,8 @@
 //   Element (bf16_t | fp16_t), kHeadDim, kHeadDimV (multiples of 8, <= 256, Dv's 64-column blocks
 //   no more than D's), kGroup, kBlockM (= 64 * kConsumerWarpgroups), kBlockN, kStages,
 //   kConsumerWarpgroups (2 or 3), kPingpong, kMask (MaskKind), kSoftcap, kAlibi (Alibi), kSinks,
-//   kLse (LseOut), kPaged.
+//   kLse (LseOut), kPaged; int8 kernels also kInt8 (Q·Kᵀ on s8 wgmma; int8_qkv's V widened by the
+//   producer: prefill_sm90_int8.cuh).
 #pragma once
 
 #include "attnc/features/alibi.cuh"
@@ -40,6 +41,7 @@
 #include "attnc/features/mask.cuh"
 #include "attnc/features/online_softmax.cuh"
 #include "attnc/features/score.cuh"
+#include "attnc/families/prefill_sm90_int8.cuh"
 #include "attnc/families/prefill_sm90_paged.cuh"
 #include "attnc/params/params.h"
 #include "attnc/core/ptx.cuh"
@@ -78,11 +80,14 @@ struct PrefillSm90 {
   static_assert(kProducerRegs * kWarpgroupThreads + kConsumerRegs * W * kWarpgroupThreads <= kLaunchRegs,
                 "setmaxnreg: the warpgroups share the registers the block was launched with");
 
-  using QTile = SwizzledTile<BM, D>;
-  using KTile = SwizzledTile<BN, D>;
+  using Int8 = PrefillInt8<T, BN, D, STAGES>;  // int8 Q and K: tiles of D bytes per row
+  static_assert(!(Int8::kOn && kPaged), "int8 Q/K over contiguous K only (the planner keeps paged int8 on prefill_sm80)");
+  using PE = typename conditional<Int8::kWidenV, fp16_t, E>::type;  // P·V's element type: fp16 over widened V
+  using QTile = SwizzledTile<BM, Int8::kQkCols>;
+  using KTile = SwizzledTile<BN, Int8::kQkCols>;
   using VTile = SwizzledTile<BN, DV>;
-  using OTile = SwizzledTile<BM, DV>;  // staged over the Q tile: same rows, fewer or as many blocks
-  static_assert(OTile::kBlocks <= QTile::kBlocks, "the output tile fits in the Q tile");
+  using OTile = SwizzledTile<BM, DV>;  // staged over the Q tile's space, which is made to fit it
+  static constexpr int kQBytes = QTile::kBytes > OTile::kBytes ? QTile::kBytes : OTile::kBytes;
 
   using Sparse = typename SparseOf<T>::type;
   // The key tiles a block visits, in order: all of the mask's range, or the visible ones.
@@ -96,14 +101,19 @@ struct PrefillSm90 {
   };
   using TileList = typename TileListOf<Sparse>::type;
 
-  // Shared memory: Q, the K ring, the V ring, then the barriers; 1 KiB of slack aligns the tiles.
+  // Shared memory: Q, the K ring, the V ring, (int8_qkv) the raw V ring, (int8) the key-scale ring,
+  // then the barriers; 1 KiB of slack aligns the tiles.
   struct Barriers {
     u64 q_full;
     u64 k_full[STAGES], k_empty[STAGES], v_full[STAGES], v_empty[STAGES];
   };
-  static constexpr int kTileBytes = QTile::kBytes + STAGES * (KTile::kBytes + VTile::kBytes);
-  // Paged: one more barrier after them, v_tail (the last V tile with its rows past the end zeroed).
-  static constexpr int kSmemBytes = 1024 + kTileBytes + int(sizeof(Barriers)) + (kPaged ? 8 : 0);
+  using RawVTile = typename Int8::template RawVTile<DV>;  // int8_qkv: raw V before widening
+  static constexpr int kTileBytes =
+      kQBytes + STAGES * (KTile::kBytes + VTile::kBytes) + Int8::template kRawVBytes<DV> + Int8::kScaleBytes;
+  // Paged: one more barrier after them, v_tail (the last V tile with its rows past the end zeroed);
+  // int8_qkv: raw_full and raw_empty.
+  static constexpr int kSmemBytes =
+      1024 + kTileBytes + int(sizeof(Barriers)) + (kPaged ? 8 : 0) + Int8::kRawBarrierBytes;
 
   // Named barriers: 0 is __syncthreads; 1..W pass the GEMM-issue token; W+1..2W are each consumer
   // warpgroup's own.
@@ -117,6 +127,13 @@ struct PrefillSm90 {
     __device__ u64* v_tail() const { return reinterpret_cast<u64*>(bar + 1); }
     __device__ u16* k_stage(int s) const { return k + s * KTile::kElems; }
     __device__ u16* v_stage(int s) const { return v + s * VTile::kElems; }
+    // int8_qkv: stage s of the raw V ring, after the V ring; int8: the key-scale ring after that.
+    __device__ u16* raw_v(int s) const { return v + STAGES * VTile::kElems + s * RawVTile::kElems; }
+    __device__ float* key_scales(int s) const {
+      return reinterpret_cast<float*>(v + STAGES * VTile::kElems + Int8::template kRawVBytes<DV> / 2) + s * BN;
+    }
+    __device__ u64* raw_full(int s) const { return reinterpret_cast<u64*>(bar + 1) + s; }
+    __device__ u64* raw_empty(int s) const { return reinterpret_cast<u64*>(bar + 1) + STAGES + s; }
   };
 
   // What every thread knows about its block: the rows, the key tiles, where the request lives.
@@ -160,17 +177,22 @@ struct PrefillSm90 {
     if (!setup(p, b)) return;
 
     u16* tiles = reinterpret_cast<u16*>(tma_aligned_smem(smem_raw));
-    Smem sm{tiles, tiles + QTile::kElems, tiles + QTile::kElems + STAGES * KTile::kElems,
+    Smem sm{tiles, tiles + kQBytes / 2, tiles + kQBytes / 2 + STAGES * KTile::kElems,
             reinterpret_cast<Barriers*>(reinterpret_cast<unsigned char*>(tiles) + kTileBytes)};
     if (threadIdx.x == 0) {
       mbar_init(&sm.bar->q_full, 1);
       for (int s = 0; s < STAGES; ++s) {
-        mbar_init(&sm.bar->k_full[s], 1);
-        mbar_init(&sm.bar->v_full[s], 1);
+        mbar_init(&sm.bar->k_full[s], Int8::kKeyFullArrivals);  // int8: the TMA bytes and the scales
+        mbar_init(&sm.bar->v_full[s], Int8::kValueFullArrivals);
         mbar_init(&sm.bar->k_empty[s], 4 * W);  // one arrival per consumer warp
         mbar_init(&sm.bar->v_empty[s], 4 * W);
       }
       if constexpr (kPaged) mbar_init(sm.v_tail(), 1);
+      if constexpr (Int8::kWidenV)
+        for (int s = 0; s < STAGES; ++s) {
+          mbar_init(sm.raw_full(s), 1);
+          mbar_init(sm.raw_empty(s), Int8::kWidenWarps);
+        }
       mbar_fence_init();
     }
     __syncthreads();
@@ -182,6 +204,10 @@ struct PrefillSm90 {
         if (threadIdx.x < 32) load_paged(p, maps, b, sm);
       } else {
         if (threadIdx.x == 0) load(maps, b, sm);
+        if constexpr (Int8::kOn)
+          if (threadIdx.x / 32 == 1) load_key_scales(p, b, sm);
+        if constexpr (Int8::kWidenV)
+          if (threadIdx.x / 32 >= 2) widen_values(b, sm, threadIdx.x / 32 - 2);
       }
     } else {
       warpgroup_reg_alloc<kConsumerRegs>();
@@ -226,8 +252,12 @@ struct PrefillSm90 {
                 tile);
     };
     auto load_v = [&](int i, int tile) {
-      load_tile(&maps.v, sm.v, sm.bar->v_full, sm.bar->v_empty, VTile::kBlocks, VTile::kElems, VTile::kBytes, BN, i,
-                tile);
+      if constexpr (Int8::kWidenV)  // the raw int8 tile, for the widening warps
+        load_tile(&maps.v, sm.raw_v(0), sm.raw_full(0), sm.raw_empty(0), RawVTile::kBlocks, RawVTile::kElems,
+                  RawVTile::kBytes, BN, i, tile);
+      else
+        load_tile(&maps.v, sm.v, sm.bar->v_full, sm.bar->v_empty, VTile::kBlocks, VTile::kElems, VTile::kBytes, BN, i,
+                  tile);
     };
     int k_tile = tile_at(b, 0, 0), v_tile = k_tile;  // K runs one tile ahead of V
     if (b.n_tiles > 0) load_k(0, k_tile);
@@ -235,6 +265,25 @@ struct PrefillSm90 {
       if (i + 1 < b.n_tiles) load_k(i + 1, k_tile = tile_at(b, i + 1, k_tile));
       load_v(i, v_tile);
       v_tile = k_tile;
+    }
+  }
+
+  // int8: the key scales of each K tile, by the producer's second warp, into the stage K uses.
+  __device__ static void load_key_scales(const AttentionParams& p, const Block& b, const Smem& sm) {
+    int tile = 0;
+    for (int i = 0; i < b.n_tiles; ++i) {
+      tile = tile_at(b, i, tile);
+      Int8::load_scales(p, sm.key_scales(i % STAGES), &sm.bar->k_full[i % STAGES], &sm.bar->k_empty[i % STAGES],
+                        b.kv_head, b.k_begin, b.sk, tile * BN, i, threadIdx.x % 32);
+    }
+  }
+
+  // int8_qkv: each raw V tile widened to fp16 by producer warps 2 and 3 (w = 0, 1) into the V ring.
+  __device__ static void widen_values(const Block& b, const Smem& sm, int w) {
+    for (int i = 0; i < b.n_tiles; ++i) {
+      const int s = i % STAGES;
+      Int8::template widen_v<VTile, DV>(sm.v_stage(s), sm.raw_v(s), &sm.bar->v_full[s], &sm.bar->v_empty[s],
+                                        sm.raw_full(s), sm.raw_empty(s), i, w, threadIdx.x % 32);
     }
   }
 
@@ -290,26 +339,30 @@ struct PrefillSm90 {
   // S = Q K^T for this warpgroup's 64 rows and the K tile in stage s (issued, not waited).
   __device__ static void issue_qk(float (&s)[BN / 8][4], const Smem& sm, int cw, int stage) {
     const u32 q = smem_u32(sm.q), k = smem_u32(sm.k_stage(stage));
+    if constexpr (Int8::kOn) {
+      Int8::template issue_qk<QTile, KTile>(s, q, k, cw * 64);
+    } else {
 #pragma unroll
-    for (int kk = 0; kk < KSTEPS; ++kk)
-      wgmma_ss<E, BN, 0>(s, QTile::desc_k_major(q, cw * 64, kk), KTile::desc_k_major(k, 0, kk), kk > 0);
+      for (int kk = 0; kk < KSTEPS; ++kk)
+        wgmma_ss<E, BN, 0>(s, QTile::desc_k_major(q, cw * 64, kk), KTile::desc_k_major(k, 0, kk), kk > 0);
+    }
   }
 
   // O += P V with P in registers (m16n8k16 A fragments per warp) and the V tile in stage s.
   __device__ static void issue_pv(float (&o)[DVN / 8][4], const u32 (&pf)[BN / 16][4], const Smem& sm, int stage) {
     const u32 v = smem_u32(sm.v_stage(stage));
 #pragma unroll
-    for (int kk = 0; kk < BN / 16; ++kk) wgmma_rs<E, DVN, 1>(o, pf[kk], VTile::desc_mn_major(v, kk), true);
+    for (int kk = 0; kk < BN / 16; ++kk) wgmma_rs<PE, DVN, 1>(o, pf[kk], VTile::desc_mn_major(v, kk), true);
   }
 
   // Probabilities (fp32 accumulator layout) -> the A operand of the next product.
   __device__ static void to_operand(const float (&s)[BN / 8][4], u32 (&pf)[BN / 16][4]) {
 #pragma unroll
     for (int kk = 0; kk < BN / 16; ++kk) {
-      pf[kk][0] = pack2<E>(s[2 * kk][0], s[2 * kk][1]);
-      pf[kk][1] = pack2<E>(s[2 * kk][2], s[2 * kk][3]);
-      pf[kk][2] = pack2<E>(s[2 * kk + 1][0], s[2 * kk + 1][1]);
-      pf[kk][3] = pack2<E>(s[2 * kk + 1][2], s[2 * kk + 1][3]);
+      pf[kk][0] = pack2<PE>(s[2 * kk][0], s[2 * kk][1]);
+      pf[kk][1] = pack2<PE>(s[2 * kk][2], s[2 * kk][3]);
+      pf[kk][2] = pack2<PE>(s[2 * kk + 1][0], s[2 * kk + 1][1]);
+      pf[kk][3] = pack2<PE>(s[2 * kk + 1][2], s[2 * kk + 1][3]);
     }
   }
 
@@ -332,10 +385,13 @@ struct PrefillSm90 {
     const int col0 = (lane % 4) * 2;
     const int tok[2] = {b.m0 + row0, b.m0 + row0 + 8};
     const Mask<T::kMask> mask(b.sq, b.sk, p.window_left, p.window_right);
-    const ScoreTransform<T::kSoftcap> score(p);
+    // int8: the transform's multiplier is folded into the q scales (PrefillInt8::FoldedScore).
+    const typename conditional<Int8::kOn, typename Int8::FoldedScore, ScoreTransform<T::kSoftcap>>::type score(p);
     const AlibiBias<T::kAlibi> alibi[2] = {AlibiBias<T::kAlibi>(p, b.seq, b.head),
                                            AlibiBias<T::kAlibi>(p, b.seq, b.head)};
     const int t1 = b.m0 + b.rows_here;
+    Int8 int8;
+    int8.init(p, b.head, b.q_begin, b.sq, tok);
     const typename Sparse::Row rows[2] = {typename Sparse::Row(b.head), typename Sparse::Row(b.head)};
     auto logits = [&](float (&s)[BN / 8][4], int tile) {
       const int n0 = tile * BN;
@@ -364,10 +420,11 @@ struct PrefillSm90 {
       wgmma_commit();
       wgmma_wait<0>();
       fence_operand(s);
+      int8.scale(s, sm.key_scales(0), col0);
       release(&sm.bar->k_empty[0]);
       int tile = tile_at(b, 0, 0);
       logits(s, tile);
-      softmax.update(s, rescale);
+      int8.softmax_update(softmax, s, rescale);  // 16-bit: softmax.update
       to_operand(s, pf);
 
       // Tile i: Q K_i^T is issued before P_{i-1} V_{i-1}, so the softmax of tile i runs while
@@ -386,9 +443,10 @@ struct PrefillSm90 {
         token_pass(cw);
         wgmma_wait<1>();
         fence_operand(s);
+        int8.scale(s, sm.key_scales(st), col0);
         release(&sm.bar->k_empty[st]);
         logits(s, tile = tile_at(b, i, tile));
-        softmax.update(s, rescale);
+        int8.softmax_update(softmax, s, rescale);  // 16-bit: softmax.update
         wgmma_wait<0>();
         fence_operand(o);
         release(&sm.bar->v_empty[prev]);
@@ -429,10 +487,11 @@ struct PrefillSm90 {
     named_barrier_sync(kWarpgroupBarrier + cw, kWarpgroupThreads);  // every warp's last Q K^T has read Q
 #pragma unroll
     for (int i = 0; i < DVN / 8; ++i) {  // columns past Dv land in the tile's padding
+      const float2 vs = Int8::template v_scale<DV>(p, b.kv_head, i * 8 + col0);  // int8_qkv; else 1
       *reinterpret_cast<u32*>(sm.q + OTile::offset(row0, i * 8 + col0)) =
-          pack2<E>(o[i][0] * inv_sum[0], o[i][1] * inv_sum[0]);
+          pack2<E>(o[i][0] * inv_sum[0] * vs.x, o[i][1] * inv_sum[0] * vs.y);
       *reinterpret_cast<u32*>(sm.q + OTile::offset(row0 + 8, i * 8 + col0)) =
-          pack2<E>(o[i][2] * inv_sum[1], o[i][3] * inv_sum[1]);
+          pack2<E>(o[i][2] * inv_sum[1] * vs.x, o[i][3] * inv_sum[1] * vs.y);
     }
     if constexpr (T::kLse != LseOut::none) {
       if (lane % 4 == 0) {

@@ -12,8 +12,10 @@
 
 namespace attnc {
 
-template <int NT, bool SOFTCAP, Alibi ALIBI, MaskKind MASK, class SparseRow>
-__device__ __forceinline__ void apply_logits(float (&s)[NT][4], const ScoreTransform<SOFTCAP>& score,
+// Score: ScoreTransform, or any functor of one raw score (prefill_sm90's int8 path folds the scale
+// into its q scales and passes what is left).
+template <int NT, class Score, Alibi ALIBI, MaskKind MASK, class SparseRow>
+__device__ __forceinline__ void apply_logits(float (&s)[NT][4], const Score& score,
                                              const AlibiBias<ALIBI> (&alibi)[2], const Mask<MASK>& mask,
                                              const SparseRow (&sparse)[2], const int (&tok)[2], int n0, int col0,
                                              int sk, bool need_mask) {

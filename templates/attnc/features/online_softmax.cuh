@@ -46,6 +46,32 @@ struct OnlineSoftmax {
     }
   }
 
+  // update() for logits given as t * row_scale[r] with t in s: the max is taken over t and scaled
+  // (row_scale > 0), and each exponent is one FMA, exp2(t * row_scale - max), so the scale costs no
+  // multiplication of its own (prefill_sm90's int8 q scales with neither softcap nor ALiBi).
+  template <int NT>
+  __device__ void update_scaled(float (&s)[NT][4], float (&rescale)[ROWS], const float (&row_scale)[ROWS]) {
+    static_assert(ROWS == 2, "mma fragments carry two rows per thread");
+#pragma unroll
+    for (int r = 0; r < ROWS; ++r) {
+      float t = neg_inf();
+#pragma unroll
+      for (int n = 0; n < NT; ++n) t = fmaxf(t, fmaxf(s[n][2 * r], s[n][2 * r + 1]));
+      const float m = fmaxf(row_max[r], quad_max(t) * row_scale[r]);
+      const float base = m == neg_inf() ? 0.f : m;
+      rescale[r] = fast_exp2(row_max[r] - base);
+      row_max[r] = m;
+      float sum = 0.f;
+#pragma unroll
+      for (int n = 0; n < NT; ++n) {
+        s[n][2 * r] = fast_exp2(fmaf(s[n][2 * r], row_scale[r], -base));
+        s[n][2 * r + 1] = fast_exp2(fmaf(s[n][2 * r + 1], row_scale[r], -base));
+        sum += s[n][2 * r] + s[n][2 * r + 1];
+      }
+      row_sum[r] = row_sum[r] * rescale[r] + sum;
+    }
+  }
+
   // Scales this thread's output accumulators (NT mma fragments: elements 0,1 on row 0, 2,3 on row 1)
   // by each row's factor from update(), so O stays relative to the new running max.
   template <int NT>

@@ -1,9 +1,10 @@
 // int8 attention specs (attention-semantics.md §5.2) are planned on the attention_sm80 families
-// (prefill_sm80, decode_split), and prepare_attention takes their scales: required exactly where
+// (prefill_sm80, decode_split) but int8_qk contiguous prefill (prefill_sm90), and prepare_attention takes their scales: required exactly where
 // the mode needs them, in the fork's layouts, with the int8 tensors' strides in 2-byte units.
 #include <gtest/gtest.h>
 
 #include "generator/emit/emit.h"
+#include "generator/plan/plan_prefill_sm90.h"
 #include "runtime/launch/attention_args.h"
 
 namespace attnc {
@@ -62,7 +63,8 @@ void expect_bad(const KernelPlan& plan, const AttentionArgs& a, const std::strin
 
 TEST(Int8Plan, RunsOnTheSm80FamiliesWithItsModeInTheName) {
   const Spec qkv = int8_llama(QuantMode::int8_qkv), qk = int8_llama(QuantMode::int8_qk);
-  EXPECT_EQ(plan_for(qkv, KernelKind::prefill).family, "prefill_sm80");  // prefill_sm90 has no int8 path
+  EXPECT_EQ(plan_for(qkv, KernelKind::prefill_paged).family, "prefill_sm80");  // prefill_sm90: contiguous only
+  EXPECT_EQ(plan_for(qk, KernelKind::prefill_paged).family, "prefill_sm80");
   EXPECT_EQ(plan_for(qkv, KernelKind::decode).family, "decode_split");   // decode_bw streams 16-bit rows
   EXPECT_EQ(plan_for(qk, KernelKind::prefill_paged).int8, Int8Mode::qk);
   EXPECT_NE(emit_kernel(plan_for(qkv, KernelKind::decode)).entry.find("_i8qkv_"), std::string::npos);
@@ -96,7 +98,9 @@ TEST(Int8Args, ScalesInTheForksLayoutsAndStridesInTwoByteUnits) {
   p = prepare_attention(paged, a).params;
   EXPECT_EQ(p.q_scale_head_stride, 400);
 
-  const KernelPlan qk = plan_for(int8_llama(QuantMode::int8_qk), KernelKind::prefill);
+  Spec qk_spec = int8_llama(QuantMode::int8_qk);
+  qk_spec.tuning.families = {"prefill_sm80"};  // strides only: no tensor maps
+  const KernelPlan qk = plan_for(qk_spec, KernelKind::prefill);
   AttentionArgs c = good_args(false);
   c.v_channel_scale = nullptr;
   p = prepare_attention(qk, c).params;
@@ -104,6 +108,37 @@ TEST(Int8Args, ScalesInTheForksLayoutsAndStridesInTwoByteUnits) {
   EXPECT_EQ(p.k_token_scale_head_stride, 1);
   EXPECT_EQ(p.k_row_stride, 8 * 128 / 2);
   EXPECT_EQ(p.v_row_stride, 8 * 128);  // int8_qk: V is 16-bit
+}
+
+// Contiguous int8 prefill is prefill_sm90's on sm_90a in both modes: Q·Kᵀ on s8 wgmma over Q/K
+// tiles of D bytes a row (half the 2-byte columns), plus a ring of fp32 key scales; int8_qkv's V
+// widened to fp16 in the 16-bit V ring. The rest stays on prefill_sm80 with the reason.
+TEST(Int8Plan, ContiguousInt8PrefillIsPrefillSm90) {
+  const Spec qk = int8_llama(QuantMode::int8_qk), qkv = int8_llama(QuantMode::int8_qkv);
+  for (const Spec& s : {qk, qkv}) {
+    const KernelPlan p = plan_for(s, KernelKind::prefill);
+    ASSERT_EQ(p.family, "prefill_sm90");
+    EXPECT_EQ(p.int8, s.quant == QuantMode::int8_qk ? Int8Mode::qk : Int8Mode::qkv);
+    // d128, m128n128, 2 stages: Q region (the 16-bit output's 128 x 128) + K (128 x 64 pairs) and
+    // 16-bit V rings + 2 x 128 key scales + 9 barriers + 1 KiB alignment; int8_qkv also the raw
+    // int8 V ring (2 x 128 x 128 bytes) and its 4 barriers.
+    const int raw_v = s.quant == QuantMode::int8_qkv ? 2 * 128 * 128 + 8 * 4 : 0;
+    EXPECT_EQ(p.smem_bytes, 1024 + 2 * (128 * 128 + 2 * 128 * (64 + 128)) + 4 * 2 * 128 + 8 * 9 + raw_v);
+  }
+  EXPECT_NE(emit_kernel(plan_for(qk, KernelKind::prefill)).source.find("kInt8 = attnc::Int8Mode::qk;"),
+            std::string::npos);
+  Spec wide = qkv;  // above d128 narrower key tiles (register pressure, the raw V ring)
+  wide.head_dim = wide.head_dim_v = 192;
+  EXPECT_EQ(default_config(wide, KernelKind::prefill, "sm_90a").block_n, 96);
+  wide.head_dim = wide.head_dim_v = 256;
+  EXPECT_EQ(default_config(wide, KernelKind::prefill, "sm_90a").block_n, 64);
+  EXPECT_NE(prefill_sm90_refusal(qk, KernelKind::prefill_paged, "sm_90a").find("paged int8 prefill runs on prefill_sm80"),
+            std::string::npos);
+  Spec d72 = qk;
+  d72.head_dim = d72.head_dim_v = 72;
+  EXPECT_NE(prefill_sm90_refusal(d72, KernelKind::prefill, "sm_90a").find("head_dim 72 is not a multiple of 16"),
+            std::string::npos);
+  EXPECT_EQ(default_config(d72, KernelKind::prefill, "sm_90a").family, "prefill_sm80");
 }
 
 TEST(Int8Args, BadCallsNameTheProblem) {
