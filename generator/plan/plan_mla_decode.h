@@ -14,10 +14,14 @@ inline constexpr const char* kMlaDecode = "mla_decode";
 
 // The latent row and V widths the kernel is built for (DeepSeek-V2/V3: kv_lora_rank 512, RoPE 64).
 constexpr int kMlaLatentDim = 512, kMlaRopeDim = 64;
+// block_m of the narrow layout (mla_decode_narrow.cuh): 16 rows as the wgmma's N, fp8 caches only.
+constexpr int kMlaNarrowRows = 16;
 
 // Why mla_decode cannot make this spec's kernel of this kind ("" when it can).
 std::string mla_decode_refusal(const Spec&, KernelKind, const std::string& arch);
 Config default_mla_decode_config();
+// The default for this spec: block_m 16 over an fp8 cache with at most 16 query heads, else 64.
+Config default_mla_decode_config(const Spec&);
 // Shared memory of a config; `fp8`: the cache holds fp8 bytes (a ring of byte tiles and one 16-bit tile).
 int mla_decode_smem_bytes(const Config&, bool fp8);
 // Fills the plan's constants and launch shape; throws NotSupportedYet or BadConfig.
