@@ -123,6 +123,7 @@ std::string emit_mla_decode(const KernelPlan& p, const std::string& entry) {
     << feature_traits(p)
     << "  static constexpr int kStages = " << c.stages << ";\n"
     << "  static constexpr int kKvCache = attnc::" << kv_cache_constant(p.kv_cache) << ";\n"
+    << (narrow ? "  static constexpr int kConsumerGroups = " + std::to_string(c.warps / 4 - 1) + ";\n" : "")
     << "};\n\n"
     << "static_assert(attnc::" << family << "<Traits>::kSmemBytes == " << p.smem_bytes
     << ", \"host and template disagree on shared memory\");\n\n"

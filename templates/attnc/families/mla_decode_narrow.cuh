@@ -15,13 +15,14 @@
 // 64 g + 16 q feeds the four k16 steps 4 g + j of group g.
 //
 // Warpgroups: a producer (one thread issues each 64-key tile's bytes by TMA into a STAGES-deep
-// ring) and two consumers that own alternate tiles (consumer c: tiles c, c + 2, ...), each with its
-// own V tile, P tile, running max and O^T; they meet once, at the end, to join their two partial
-// softmax states. Within a consumer the 16 columns' maxima cross its four warps through shared
+// ring) and NC = kConsumerGroups consumers (1 or 2; config warps 8 or 12) that own alternate tiles
+// (consumer c: tiles c, c + NC, ...), each with its own V tile, P tile, running max and O^T; two
+// meet once, at the end, to join their partial softmax states. Shared memory holds two byte stages
+// beside two consumers' V tiles, three beside one. Within a consumer the 16 columns' maxima cross its four warps through shared
 // memory each tile (S^T's rows, the keys, are spread over the warps).
 //
 // Traits: Element (the queries' dtype; the products run in fp16), kHeadDim (576), kHeadDimV (512),
-// kGroup (H), kMask, kLse, kStages, kKvCache (fp8 e4m3 or e5m2).
+// kGroup (H), kMask, kLse, kStages, kKvCache (fp8 e4m3 or e5m2), kConsumerGroups.
 #pragma once
 
 #include "attnc/core/ptx.cuh"
@@ -54,7 +55,9 @@ struct MlaDecodeNarrow {
   using E = typename T::Element;
   static constexpr int D = T::kHeadDim, DV = T::kHeadDimV, H = T::kGroup, STAGES = T::kStages;
   static constexpr int BM = 16, BN = 64, KSTEPS = D / 16, kGroups = D / 64, kVGroups = DV / 64;
-  static constexpr int kConsumers = 2 * kWarpgroupThreads;  // plus a producer warpgroup: 384 threads
+  // Consumer warpgroups (1 or 2), plus a producer warpgroup: 256 or 384 threads.
+  static constexpr int NC = T::kConsumerGroups, kConsumers = NC * kWarpgroupThreads;
+  static_assert(NC == 1 || NC == 2, "one or two consumer warpgroups");
   static constexpr int kProducerRegs = 24, kConsumerRegs = 240;
   static_assert(D == 576 && DV == 512, "the DeepSeek latent cache: 512 + 64 columns, V the first 512");
   static_assert(!T::kSinks, "sinks are refused for mla_decode by the planner");
@@ -69,12 +72,12 @@ struct MlaDecodeNarrow {
   static_assert(BM * kOutStride * 4 <= VTile::kBytes, "the joined output reuses consumer 0's V tile");
 
   struct Shared {
-    float warp_max[2][4][BM];  // [consumer][warp][row]: a tile's maxima (and at the end the sums)
-    float final_max[2][BM], final_sum[2][BM];  // each consumer's softmax state, joined at the end
+    float warp_max[NC][4][BM];  // [consumer][warp][row]: a tile's maxima (and at the end the sums)
+    float final_max[NC][BM], final_sum[NC][BM];  // each consumer's softmax state, joined at the end
     u64 full[STAGES], empty[STAGES];
     float q_amax[kConsumers / 32];  // bf16 queries: each warp's largest |q|
   };
-  static constexpr int kTileBytes = QTile::kBytes + 2 * VTile::kBytes + 2 * PTile::kBytes + STAGES * Fp8Tile::kBytes;
+  static constexpr int kTileBytes = QTile::kBytes + NC * (VTile::kBytes + PTile::kBytes) + STAGES * Fp8Tile::kBytes;
   static constexpr int kSmemBytes = 1024 + kTileBytes + int(sizeof(Shared));
 
   // Named barriers (0 is __syncthreads): consumer c's warpgroup (kOwnBarrier + c); both consumers.
@@ -131,8 +134,8 @@ struct MlaDecodeNarrow {
     Smem sm;
     sm.q = reinterpret_cast<u16*>(base);
     sm.v0 = reinterpret_cast<u16*>(base + QTile::kBytes);
-    sm.p0 = sm.v(2);
-    sm.ring = reinterpret_cast<u8*>(sm.p(2));
+    sm.p0 = sm.v(NC);
+    sm.ring = reinterpret_cast<u8*>(sm.p(NC));
     sm.sh = reinterpret_cast<Shared*>(base + kTileBytes);
     if (threadIdx.x == 0) {
       for (int s = 0; s < STAGES; ++s) {
@@ -143,9 +146,9 @@ struct MlaDecodeNarrow {
     }
     __syncthreads();
     const int wg = warpgroup_index();
-    if (wg == 2) {
+    if (wg == NC) {
       warpgroup_reg_dealloc<kProducerRegs>();
-      if (threadIdx.x == 2 * kWarpgroupThreads) load(maps, b, sm);
+      if (threadIdx.x == kConsumers) load(maps, b, sm);
     } else {
       warpgroup_reg_alloc<kConsumerRegs>();
       compute(p, b, sm, wg);
@@ -376,9 +379,9 @@ struct MlaDecodeNarrow {
     named_barrier_sync(kBothBarrier, kConsumers);
 
     float s[BM / 8][4];
-    for (int i = c; i < b.n_tiles; i += 2) {
+    for (int i = c; i < b.n_tiles; i += NC) {
       // The V and P tiles are free once every warp of this consumer has waited its last P V.
-      if (i >= 2) named_barrier_sync(kOwnBarrier + c, kWarpgroupThreads);
+      if (i >= NC) named_barrier_sync(kOwnBarrier + c, kWarpgroupThreads);
       issue_s(s, b, sm, t, i);
       wgmma_wait<0>();
       fence_operand(s);
@@ -429,23 +432,23 @@ struct MlaDecodeNarrow {
     named_barrier_sync(kBothBarrier, kConsumers);
 
     float* out = reinterpret_cast<float*>(sm.v(0));
-    for (int turn = 0; turn < 2; ++turn) {
+    for (int turn = 0; turn < NC; ++turn) {
       if (turn == t.c) {
 #pragma unroll
         for (int n = 0; n < BM / 8; ++n)
 #pragma unroll
           for (int e = 0; e < 2; ++e) {
             const int col = 8 * n + t.col0 + e;
-            const float mx[2] = {sm.sh->final_max[0][col], sm.sh->final_max[1][col]};
-            const float sum[2] = {sm.sh->final_sum[0][col], sm.sh->final_sum[1][col]};
-            float w[2];
-            lse2_union<2>(mx, sum, w);
+            float mx[NC], sum[NC], w[NC];
+#pragma unroll
+            for (int k = 0; k < NC; ++k) mx[k] = sm.sh->final_max[k][col], sum[k] = sm.sh->final_sum[k][col];
+            lse2_union<NC>(mx, sum, w);
 #pragma unroll
             for (int m = 0; m < DV / 64; ++m)
 #pragma unroll
               for (int r = 0; r < 2; ++r) {
                 float* dst = out + col * kOutStride + 64 * m + t.key0 + 8 * r;
-                *dst = (turn == 0 ? 0.f : *dst) + t.o[m][n][2 * r + e] * (t.c == 0 ? w[0] : w[1]);
+                *dst = (turn == 0 ? 0.f : *dst) + t.o[m][n][2 * r + e] * (t.c == 0 ? w[0] : w[NC - 1]);
               }
           }
       }
@@ -456,10 +459,10 @@ struct MlaDecodeNarrow {
     constexpr int kQuads = DV / 4;  // four columns per thread and step
     for (int i = threadIdx.x; i < b.rows_here * kQuads; i += kConsumers) {
       const int row = i / kQuads, col = 4 * (i % kQuads);
-      const float mx[2] = {sm.sh->final_max[0][row], sm.sh->final_max[1][row]};
-      const float sum[2] = {sm.sh->final_sum[0][row], sm.sh->final_sum[1][row]};
-      float w[2];
-      const Lse2 total = lse2_union<2>(mx, sum, w);
+      float mx[NC], sum[NC], w[NC];
+#pragma unroll
+      for (int k = 0; k < NC; ++k) mx[k] = sm.sh->final_max[k][row], sum[k] = sm.sh->final_sum[k][row];
+      const Lse2 total = lse2_union<NC>(mx, sum, w);
       const float inv = total.sum > 0.f ? t.out_mul / total.sum : 0.f;
       const float4 v = *reinterpret_cast<const float4*>(out + row * kOutStride + col);
       const long long token = b.q_begin + token_of(row, b);

@@ -88,6 +88,20 @@ TEST(PlanMlaDecode, NarrowLayoutForFewHeadsOverAnFp8Cache) {
   const KernelSource k = emit_kernel(p);
   EXPECT_NE(k.source.find("#include \"attnc/families/mla_decode_narrow.cuh\""), std::string::npos);
   EXPECT_NE(k.source.find("attnc::MlaDecodeNarrow<Traits>::run(params, maps, smem)"), std::string::npos);
+  // warps 8: one consumer warpgroup, whose one V tile leaves room for three byte stages (not four).
+  Config one = p.config;
+  one.warps = 8;
+  one.stages = 3;
+  const KernelPlan p1 = plan_kernel(s, KernelKind::decode, one, "sm_90a");
+  EXPECT_EQ(p1.threads, 256);
+  EXPECT_EQ(p1.smem_bytes, 1024 + 2 * (16 * 576 + 64 * 512 + 16 * 64) + 3 * 64 * 576 + 4 * (64 + 32) + 8 * 6 + 16);
+  EXPECT_NE(emit_kernel(p1).source.find("kConsumerGroups = 1;"), std::string::npos);
+  one.stages = 4;
+  EXPECT_NE(refusal(s, one).find("bytes of shared memory"), std::string::npos) << refusal(s, one);
+  Config wide8 = p.config;
+  wide8.block_m = 64;
+  wide8.warps = 8;
+  EXPECT_NE(refusal(s, wide8).find("block_m 16 also warps 8"), std::string::npos) << refusal(s, wide8);
   Spec bf16 = s;
   bf16.kv_cache.dtype = KvDType::same;
   EXPECT_EQ(default_config(bf16, KernelKind::decode, "sm_90a").block_m, 64);
