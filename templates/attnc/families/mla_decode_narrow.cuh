@@ -26,9 +26,8 @@
 #pragma once
 
 #include "attnc/core/ptx.cuh"
-#include "attnc/features/block_range.cuh"
-#include "attnc/features/kv_source.cuh"
 #include "attnc/features/lse.cuh"
+#include "attnc/features/mla_block.cuh"
 #include "attnc/features/mask.cuh"
 #include "attnc/features/mla_fp8.cuh"
 #include "attnc/params/params.h"
@@ -94,42 +93,14 @@ struct MlaDecodeNarrow {
     __device__ const u8* stage(int s) const { return ring + s * Fp8Tile::kBytes; }
   };
 
-  struct Block {
-    int seq, split, m0, rows_here, sq, sk, q_begin;
-    int n_begin, n_tiles;
-    const int* pages;
-    int page_size;
-    int t0, t1;  // the block's tokens
-  };
+  using Block = MlaBlock<BM, BN, H, T::kMask>;
 
   __device__ static int token_of(int r, const Block& b) { return (b.m0 + r) / H; }
   __device__ static int head_of(int r, const Block& b) { return (b.m0 + r) % H; }
 
-  __device__ static bool setup(const AttentionParams& p, Block& b) {
-    const int splits = p.num_splits;
-    b.seq = blockIdx.z / splits;
-    b.split = blockIdx.z % splits;
-    b.q_begin = p.cu_seqlens_q ? p.cu_seqlens_q[b.seq] : b.seq;
-    b.sq = p.cu_seqlens_q ? p.cu_seqlens_q[b.seq + 1] - b.q_begin : 1;
-    b.m0 = blockIdx.x * BM;
-    if (b.m0 >= b.sq * H) return false;
-    b.rows_here = min(BM, b.sq * H - b.m0);
-    const KvSource<true> kv(p, b.seq, 0);
-    b.sk = kv.sk;
-    b.pages = kv.pages;
-    b.page_size = kv.page_size;
-    const Mask<T::kMask> mask(b.sq, b.sk, p.window_left, p.window_right);
-    b.t0 = b.m0 / H;
-    b.t1 = (b.m0 + b.rows_here - 1) / H + 1;
-    const BlockRange r = block_range<BN>(mask, b.t0, b.t1, b.sk, b.split, splits);
-    b.n_begin = r.n_begin;
-    b.n_tiles = r.n_tiles;
-    return true;
-  }
-
   __device__ static void run(const AttentionParams& p, const AttentionTensorMaps& maps, unsigned char* smem_raw) {
     Block b;
-    if (!setup(p, b)) return;
+    if (!b.setup(p)) return;
     unsigned char* base = reinterpret_cast<unsigned char*>(tma_aligned_smem(smem_raw));
     Smem sm;
     sm.q = reinterpret_cast<u16*>(base);
