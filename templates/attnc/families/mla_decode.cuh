@@ -134,8 +134,8 @@ struct MlaDecode {
     tma_prefetch_descriptor(&maps.k);
     for (int i = 0; i < b.n_tiles; ++i) {
       const int s = i % STAGES;
-      const int n0 = b.n_begin + i * BN, lp = n0 / b.page_size;
-      const int page = b.pages[lp], slot = n0 - lp * b.page_size;
+      int page, slot;
+      b.tile_at(i, page, slot);
       mbar_wait(&sm.sh->empty[s], ((i / STAGES) & 1) ^ 1);
       if constexpr (kFp8) {  // the tile's bytes: two boxes of half a row, one barrier
         u8* dst = sm.fp8_stage(s);

@@ -133,8 +133,8 @@ struct MlaDecodeNarrow {
     tma_prefetch_descriptor(&maps.k);
     for (int i = 0; i < b.n_tiles; ++i) {
       const int s = i % STAGES;
-      const int n0 = b.n_begin + i * BN, lp = n0 / b.page_size;
-      const int page = b.pages[lp], slot = n0 - lp * b.page_size;
+      int page, slot;
+      b.tile_at(i, page, slot);
       mbar_wait(&sm.sh->empty[s], ((i / STAGES) & 1) ^ 1);
       u8* dst = const_cast<u8*>(sm.stage(s));
       mbar_arrive_expect_tx(&sm.sh->full[s], Fp8Tile::kBytes);

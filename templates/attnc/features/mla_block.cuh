@@ -40,6 +40,13 @@ struct MlaBlock {
     n_tiles = r.n_tiles;
     return true;
   }
+
+  // Tile i's page and first slot (page sizes are multiples of BN: a tile lies inside one page).
+  __device__ void tile_at(int i, int& page, int& slot) const {
+    const int n0 = n_begin + i * BN, lp = n0 / page_size;
+    page = pages[lp];
+    slot = n0 - lp * page_size;
+  }
 };
 
 }  // namespace attnc
