@@ -149,7 +149,7 @@ Config default_decode_bw_config(const Spec& s, const ArchInfo& info) {  // (deco
 
 Config default_attention_config(const Spec& s, KernelKind kind, const std::string& arch) {
   // MLA decode is mla_decode's alone (or refused with its reason when it cannot make the spec).
-  if (s.mla.enabled && kind == KernelKind::decode) return default_mla_decode_config();
+  if (s.mla.enabled && kind == KernelKind::decode) return default_mla_decode_config(s);
   // On sm_90 decode is decode_bw where it plans (its default shrinks until it fits); where it refuses
   // the spec (check_decode_bw), decode_split serves it, or refuses it with the common reason.
   if (kind == KernelKind::decode && arch_info(arch).major == 9) {
@@ -184,7 +184,7 @@ Config default_family_config(const Spec& s, KernelKind kind, const std::string& 
   const ArchInfo info = arch_info(arch);
   if (family == "decode_bw") return default_decode_bw_config(s, info);
   if (family == kPrefillSm90) return default_prefill_sm90_config(s);
-  if (family == kMlaDecode) return default_mla_decode_config();
+  if (family == kMlaDecode) return default_mla_decode_config(s);
   Config c;
   c.family = family;
   const int d = std::max(s.head_dim, s.head_dim_v);

@@ -6,9 +6,14 @@ namespace {
 constexpr int kRows = 64, kKeys = 64, kRowDim = kMlaLatentDim + kMlaRopeDim;
 
 void check_config(const Config& c, const ArchInfo& arch, bool fp8) {
-  if (c.block_m != kRows || c.block_n != kKeys || c.warps != 12)
-    throw BadConfig("mla_decode runs 64 packed rows by 64-key tiles on two consumer warpgroups and a producer: "
-                    "block_m 64, block_n 64, warps 12 (got " + c.short_name() + ")");
+  const bool narrow = c.block_m == kMlaNarrowRows;
+  if ((c.block_m != kRows && !narrow) || c.block_n != kKeys || (c.warps != 12 && !(narrow && c.warps == 8)))
+    throw BadConfig("mla_decode runs 64 (or, over an fp8 cache, 16) packed rows by 64-key tiles on two consumer "
+                    "warpgroups and a producer: block_m 64 or 16, block_n 64, warps 12 (block_m 16 also warps 8: "
+                    "one consumer) (got " + c.short_name() + ")");
+  if (c.block_m == kMlaNarrowRows && !fp8)
+    throw BadConfig("mla_decode with block_m 16 converts fp8 keys in registers: it reads fp8 caches only (got " +
+                    c.short_name() + " over a 16-bit cache; use block_m 64)");
   check_key_tiles(c, mla_decode_smem_bytes(c, fp8), arch, 4);
 }
 
@@ -43,7 +48,24 @@ Config default_mla_decode_config() {
   return c;
 }
 
+Config default_mla_decode_config(const Spec& s) {
+  Config c = default_mla_decode_config();
+  // One token of H <= 16 heads fills 16 rows: the narrow layout skips the padded rows and converts the
+  // fp8 keys in registers (docs/kernels-mla-decode.md, v3-fp8).
+  if (s.kv_cache.dtype != KvDType::same && s.num_q_heads <= kMlaNarrowRows) c.block_m = kMlaNarrowRows;
+  return c;
+}
+
 int mla_decode_smem_bytes(const Config& c, bool fp8) {
+  if (c.block_m == kMlaNarrowRows) {
+    // Permuted Q, each consumer's fp16 V tile and P^T tile, the byte ring; per consumer its warps'
+    // maxima and final state, barriers, the warps' |q| maxima (mla_decode_narrow.cuh's Shared).
+    const int consumers = c.warps / 4 - 1;  // warpgroups beside the producer
+    const int q = 2 * kMlaNarrowRows * kRowDim, v = consumers * 2 * kKeys * kMlaLatentDim;
+    const int p = consumers * 2 * kMlaNarrowRows * kKeys, ring = c.stages * kKeys * kRowDim;
+    const int shared = 4 * consumers * (4 * kMlaNarrowRows + 2 * kMlaNarrowRows) + 8 * 2 * c.stages + 4 * 4 * consumers;
+    return 1024 + q + v + p + ring + shared;
+  }
   const int q = 2 * kRows * kRowDim, tile = 2 * kKeys * kRowDim, p = 2 * kRows * kKeys;
   // An fp8 cache: the ring holds the tiles' bytes, converted into one 16-bit tile the products read.
   const int tiles = fp8 ? tile + c.stages * kKeys * kRowDim : c.stages * tile;

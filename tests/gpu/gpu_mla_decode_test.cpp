@@ -46,9 +46,15 @@ Spec deepseek(int heads, DType dtype = DType::bf16, KvDType cache = KvDType::sam
   return s;
 }
 
-KernelPlan plan_for(int heads, DType dtype = DType::bf16, KvDType cache = KvDType::same) {
+// block_m 0: the default config (16 rows, mla_decode_narrow, over an fp8 cache with H <= 16; else 64).
+// warps 8 (block_m 16 only): one consumer warpgroup, three byte stages.
+KernelPlan plan_for(int heads, DType dtype = DType::bf16, KvDType cache = KvDType::same, int block_m = 0,
+                    int warps = 0) {
   const Spec s = deepseek(heads, dtype, cache);
-  return plan_kernel(s, KernelKind::decode, default_config(s, KernelKind::decode, kArch), kArch);
+  Config c = default_config(s, KernelKind::decode, kArch);
+  if (block_m > 0) c.block_m = block_m;
+  if (warps > 0) c.warps = warps, c.stages = warps == 8 ? 3 : 2;
+  return plan_kernel(s, KernelKind::decode, c, kArch);
 }
 
 struct Loaded {
@@ -66,6 +72,13 @@ class MlaDecode : public ::testing::Test {
     plans.push_back(plan_for(64, DType::fp16));
     for (int h : {16, 128}) plans.push_back(plan_for(h, DType::bf16, KvDType::fp8_e4m3));
     plans.push_back(plan_for(64, DType::fp16, KvDType::fp8_e5m2));
+    // The narrow layout with two tokens in one row block (H = 8) and over two row blocks of one
+    // token (H = 32, e5m2 under fp16); the 64-row layout at H = 16 (what the narrow one replaced).
+    plans.push_back(plan_for(8, DType::bf16, KvDType::fp8_e4m3));
+    plans.push_back(plan_for(32, DType::fp16, KvDType::fp8_e5m2, 16));
+    plans.push_back(plan_for(16, DType::bf16, KvDType::fp8_e4m3, 64));
+    plans.push_back(plan_for(16, DType::bf16, KvDType::fp8_e4m3, 16, 8));
+    plans.push_back(plan_for(8, DType::fp16, KvDType::fp8_e5m2, 16, 8));
     for (const KernelPlan& p : plans) sources.push_back(emit_kernel(p));
     CompileOptions options{kArch};
     options.timeout = std::chrono::minutes(5);
@@ -95,8 +108,9 @@ class MlaDecode : public ::testing::Test {
     device_.reset();
   }
 
-  static const Loaded* kernel(int heads, DType dtype = DType::bf16, KvDType cache = KvDType::same) {
-    const auto it = loaded_.find(emit_kernel(plan_for(heads, dtype, cache)).entry);
+  static const Loaded* kernel(int heads, DType dtype = DType::bf16, KvDType cache = KvDType::same, int block_m = 0,
+                              int warps = 0) {
+    const auto it = loaded_.find(emit_kernel(plan_for(heads, dtype, cache, block_m, warps)).entry);
     return it == loaded_.end() ? nullptr : &it->second;
   }
 
@@ -124,7 +138,7 @@ std::unique_ptr<Device> MlaDecode::device_;
 std::map<std::string, Loaded> MlaDecode::loaded_;
 
 TEST_F(MlaDecode, CompilesWithoutLocalMemory) {
-  ASSERT_EQ(compiled_.size(), 8u);
+  ASSERT_EQ(compiled_.size(), 13u);
   for (const auto& [plan, k] : compiled_) {
     EXPECT_EQ(k.report.spill_stores, 0) << k.entry;
     EXPECT_EQ(k.report.spill_loads, 0) << k.entry;
@@ -186,6 +200,7 @@ TEST_F(MlaDecode, Fp8LatentCache) {
     KvDType cache;
     int tokens, splits;
     Fp8Scales scales;
+    int block_m = 0, warps = 0;  // 0: the default config's
   };
   const Case cases[] = {
       {16, DType::bf16, KvDType::fp8_e4m3, 1, 1, Fp8Scales::per_tensor},
@@ -193,6 +208,14 @@ TEST_F(MlaDecode, Fp8LatentCache) {
       {128, DType::bf16, KvDType::fp8_e4m3, 1, 0, Fp8Scales::both},
       {128, DType::bf16, KvDType::fp8_e4m3, 2, 1, Fp8Scales::per_tensor},
       {64, DType::fp16, KvDType::fp8_e5m2, 2, 0, Fp8Scales::both},
+      {16, DType::bf16, KvDType::fp8_e4m3, 1, 0, Fp8Scales::both},
+      {8, DType::bf16, KvDType::fp8_e4m3, 2, 0, Fp8Scales::per_tensor},
+      {8, DType::bf16, KvDType::fp8_e4m3, 1, 1, Fp8Scales::descale},
+      {32, DType::fp16, KvDType::fp8_e5m2, 2, 3, Fp8Scales::both, 16},
+      {16, DType::bf16, KvDType::fp8_e4m3, 2, 0, Fp8Scales::descale, 64},
+      {16, DType::bf16, KvDType::fp8_e4m3, 1, 0, Fp8Scales::both, 16, 8},
+      {16, DType::bf16, KvDType::fp8_e4m3, 2, 3, Fp8Scales::per_tensor, 16, 8},
+      {8, DType::fp16, KvDType::fp8_e5m2, 2, 1, Fp8Scales::descale, 16, 8},
   };
   int turn = 0;
   for (const Case& k : cases) {
@@ -209,10 +232,11 @@ TEST_F(MlaDecode, Fp8LatentCache) {
     c.q_pe_apart = turn % 2 == 1;
     c.fp8_scales = k.scales;
     ++turn;
-    const Loaded* l = kernel(k.heads, k.dtype, k.cache);
+    const Loaded* l = kernel(k.heads, k.dtype, k.cache, k.block_m, k.warps);
     ASSERT_NE(l, nullptr);
     check(*l, c,
-          std::string("fp8_") + to_string(k.cache) + "_" + to_string(k.dtype) + "_H" + std::to_string(k.heads) + "_q" +
+          std::string("fp8_") + to_string(k.cache) + "_" + to_string(k.dtype) + "_H" + std::to_string(k.heads) + "_m" +
+              std::to_string(l->plan.config.block_m) + "w" + std::to_string(l->plan.config.warps) + "_q" +
               std::to_string(k.tokens) + "_s" + std::to_string(k.splits) + "_" + to_string(k.scales) +
               (c.q_pe_apart ? "_qpe" : ""));
   }
@@ -229,8 +253,10 @@ TEST_F(MlaDecode, SmallForMemcheck) {
   c.num_splits = 3;
   c.softmax_scale = 0.1352f;
   for (int heads : {16, 128}) check(*kernel(heads), c, "memcheck_H" + std::to_string(heads));
-  for (int heads : {16, 128})
+  for (int heads : {8, 16, 128})
     check(*kernel(heads, DType::bf16, KvDType::fp8_e4m3), c, "memcheck_fp8_H" + std::to_string(heads));
+  check(*kernel(32, DType::fp16, KvDType::fp8_e5m2, 16), c, "memcheck_fp8_e5m2_H32_m16");
+  check(*kernel(16, DType::bf16, KvDType::fp8_e4m3, 16, 8), c, "memcheck_fp8_H16_m16w8");
 }
 
 // Timings of the two bench shapes (no reference check); ATTNC_MLA_BENCH=1.
@@ -239,10 +265,12 @@ TEST_F(MlaDecode, Bench) {
   struct Shape {
     int batch, length, heads;
     KvDType cache;
+    int block_m = 0, warps = 0;  // 0: the default config's
   };
   for (const Shape s : {Shape{128, 4096, 128, KvDType::same}, Shape{64, 8192, 16, KvDType::same},
-                        Shape{128, 4096, 128, KvDType::fp8_e4m3}, Shape{64, 8192, 16, KvDType::fp8_e4m3}}) {
-    const Loaded* k = kernel(s.heads, DType::bf16, s.cache);
+                        Shape{128, 4096, 128, KvDType::fp8_e4m3}, Shape{64, 8192, 16, KvDType::fp8_e4m3},
+                        Shape{64, 8192, 16, KvDType::fp8_e4m3, 64}, Shape{64, 8192, 16, KvDType::fp8_e4m3, 16, 8}}) {
+    const Loaded* k = kernel(s.heads, DType::bf16, s.cache, s.block_m, s.warps);
     AttentionCase c;
     c.seqlens_k = std::vector<int>(s.batch, s.length);
     c.page_size = 64;
@@ -255,8 +283,9 @@ TEST_F(MlaDecode, Bench) {
     const AttentionReport rep = check_attention(k->plan, *k->kernel, &*k->combine, c);
     const bool fp8 = s.cache != KvDType::same;
     const double bytes = double(s.batch) * s.length * 576 * (fp8 ? 1 : 2);
-    std::printf("BENCH mla_decode %s B=%d L=%d H=%d splits=%d time=%.3f ms %.1f TFLOP/s %.2f TB/s\n",
-                fp8 ? "fp8e4m3" : "bf16", s.batch, s.length, s.heads, rep.num_splits, rep.time_ms, rep.tflops,
+    std::printf("BENCH mla_decode %s B=%d L=%d H=%d %s splits=%d time=%.3f ms %.1f TFLOP/s %.2f TB/s\n",
+                fp8 ? "fp8e4m3" : "bf16", s.batch, s.length, s.heads, k->plan.config.short_name().c_str(), rep.num_splits,
+                rep.time_ms, rep.tflops,
                 bytes / (rep.time_ms * 1e-3) / 1e12);
   }
 }

@@ -34,6 +34,7 @@
 #include "attnc/features/block_range.cuh"
 #include "attnc/features/kv_source.cuh"
 #include "attnc/features/lse.cuh"
+#include "attnc/features/mla_block.cuh"
 #include "attnc/features/mla_fp8.cuh"
 #include "attnc/features/mask.cuh"
 #include "attnc/features/online_softmax.cuh"
@@ -94,40 +95,14 @@ struct MlaDecode {
     __device__ u8* fp8_stage(int s) const { return fp8 + s * Fp8Tile::kBytes; }
   };
 
-  struct Block {
-    int seq, split, m0, rows_here, sq, sk, q_begin;
-    int n_begin, n_tiles;
-    const int* pages;
-    int page_size;
-  };
+  using Block = MlaBlock<BM, BN, H, T::kMask>;
 
   __device__ static int token_of(int r, const Block& b) { return (b.m0 + r) / H; }
   __device__ static int head_of(int r, const Block& b) { return (b.m0 + r) % H; }
 
-  __device__ static bool setup(const AttentionParams& p, Block& b) {
-    const int splits = p.num_splits;
-    b.seq = blockIdx.z / splits;
-    b.split = blockIdx.z % splits;
-    b.q_begin = p.cu_seqlens_q ? p.cu_seqlens_q[b.seq] : b.seq;
-    b.sq = p.cu_seqlens_q ? p.cu_seqlens_q[b.seq + 1] - b.q_begin : 1;
-    b.m0 = blockIdx.x * BM;
-    if (b.m0 >= b.sq * H) return false;
-    b.rows_here = min(BM, b.sq * H - b.m0);
-    const KvSource<true> kv(p, b.seq, 0);
-    b.sk = kv.sk;
-    b.pages = kv.pages;
-    b.page_size = kv.page_size;
-    const Mask<T::kMask> mask(b.sq, b.sk, p.window_left, p.window_right);
-    const int t0 = b.m0 / H, t1 = (b.m0 + b.rows_here - 1) / H + 1;
-    const BlockRange r = block_range<BN>(mask, t0, t1, b.sk, b.split, splits);
-    b.n_begin = r.n_begin;
-    b.n_tiles = r.n_tiles;
-    return true;
-  }
-
   __device__ static void run(const AttentionParams& p, const AttentionTensorMaps& maps, unsigned char* smem_raw) {
     Block b;
-    if (!setup(p, b)) return;
+    if (!b.setup(p)) return;
     u16* tiles = reinterpret_cast<u16*>(tma_aligned_smem(smem_raw));
     u16* p_tile = tiles + QTile::kElems + (kFp8 ? KTile::kElems : STAGES * KTile::kElems);
     Smem sm{tiles, tiles + QTile::kElems, p_tile,
@@ -159,8 +134,8 @@ struct MlaDecode {
     tma_prefetch_descriptor(&maps.k);
     for (int i = 0; i < b.n_tiles; ++i) {
       const int s = i % STAGES;
-      const int n0 = b.n_begin + i * BN, lp = n0 / b.page_size;
-      const int page = b.pages[lp], slot = n0 - lp * b.page_size;
+      int page, slot;
+      b.tile_at(i, page, slot);
       mbar_wait(&sm.sh->empty[s], ((i / STAGES) & 1) ^ 1);
       if constexpr (kFp8) {  // the tile's bytes: two boxes of half a row, one barrier
         u8* dst = sm.fp8_stage(s);

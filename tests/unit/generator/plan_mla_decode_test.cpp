@@ -69,6 +69,44 @@ TEST(PlanMlaDecode, PlansAnFp8LatentCache) {
   }
 }
 
+// At most 16 query heads over an fp8 cache: the narrow layout (mla_decode_narrow.cuh), 16 rows as
+// the wgmma's N; more heads, or a 16-bit cache, keep 64 rows.
+TEST(PlanMlaDecode, NarrowLayoutForFewHeadsOverAnFp8Cache) {
+  Spec s = deepseek();
+  s.kv_cache.dtype = KvDType::fp8_e4m3;
+  for (int heads : {8, 16, 32, 128}) {
+    s.num_q_heads = s.num_kv_heads = heads;
+    const Config c = default_config(s, KernelKind::decode, "sm_90a");
+    EXPECT_EQ(c.block_m, heads <= 16 ? 16 : 64) << heads;
+  }
+  s.num_q_heads = s.num_kv_heads = 16;
+  const KernelPlan p = plan_kernel(s, KernelKind::decode, default_config(s, KernelKind::decode, "sm_90a"), "sm_90a");
+  EXPECT_EQ(p.config.short_name(), "m16n64w12s2");
+  // Slack, permuted Q 16 x 576 (2 bytes), two fp16 V tiles 64 x 512 and P^T tiles 16 x 64, two
+  // 36 KiB byte stages; two consumers' per-warp maxima and final states, barriers, eight |q| maxima.
+  EXPECT_EQ(p.smem_bytes, 1024 + 2 * (16 * 576 + 2 * 64 * 512 + 2 * 16 * 64) + 2 * 64 * 576 + 4 * (128 + 64) + 8 * 4 + 32);
+  const KernelSource k = emit_kernel(p);
+  EXPECT_NE(k.source.find("#include \"attnc/families/mla_decode_narrow.cuh\""), std::string::npos);
+  EXPECT_NE(k.source.find("attnc::MlaDecodeNarrow<Traits>::run(params, maps, smem)"), std::string::npos);
+  // warps 8: one consumer warpgroup, whose one V tile leaves room for three byte stages (not four).
+  Config one = p.config;
+  one.warps = 8;
+  one.stages = 3;
+  const KernelPlan p1 = plan_kernel(s, KernelKind::decode, one, "sm_90a");
+  EXPECT_EQ(p1.threads, 256);
+  EXPECT_EQ(p1.smem_bytes, 1024 + 2 * (16 * 576 + 64 * 512 + 16 * 64) + 3 * 64 * 576 + 4 * (64 + 32) + 8 * 6 + 16);
+  EXPECT_NE(emit_kernel(p1).source.find("kConsumerGroups = 1;"), std::string::npos);
+  one.stages = 4;
+  EXPECT_NE(refusal(s, one).find("bytes of shared memory"), std::string::npos) << refusal(s, one);
+  Config wide8 = p.config;
+  wide8.block_m = 64;
+  wide8.warps = 8;
+  EXPECT_NE(refusal(s, wide8).find("block_m 16 also warps 8"), std::string::npos) << refusal(s, wide8);
+  Spec bf16 = s;
+  bf16.kv_cache.dtype = KvDType::same;
+  EXPECT_EQ(default_config(bf16, KernelKind::decode, "sm_90a").block_m, 64);
+}
+
 TEST(PlanMlaDecode, RefusesWhatItCannotMake) {
   Spec s = deepseek();
   const Config c = default_mla_decode_config();
@@ -87,7 +125,10 @@ TEST(PlanMlaDecode, RefusesWhatItCannotMake) {
   EXPECT_NE(refusal(s, stages3).find("bytes of shared memory"), std::string::npos) << refusal(s, stages3);
   Config wide = c;
   wide.block_m = 128;
-  EXPECT_NE(refusal(s, wide).find("block_m 64, block_n 64, warps 12"), std::string::npos);
+  EXPECT_NE(refusal(s, wide).find("block_m 64 or 16, block_n 64, warps 12"), std::string::npos) << refusal(s, wide);
+  Config narrow = c;
+  narrow.block_m = 16;  // registers convert fp8 keys: a 16-bit cache has none to convert
+  EXPECT_NE(refusal(s, narrow).find("reads fp8 caches only"), std::string::npos) << refusal(s, narrow);
   // Other decode families do not read a latent cache; mla_decode makes nothing else.
   EXPECT_NE(refusal(s, default_family_config(s, KernelKind::decode, "sm_90a", "decode_split"))
                 .find("mla_decode makes it"),
