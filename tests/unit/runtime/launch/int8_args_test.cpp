@@ -65,6 +65,8 @@ TEST(Int8Plan, RunsOnTheSm80FamiliesWithItsModeInTheName) {
   EXPECT_EQ(plan_for(qkv, KernelKind::prefill).family, "prefill_sm80");  // prefill_sm90 has no int8 path
   EXPECT_EQ(plan_for(qkv, KernelKind::decode).family, "decode_bw");      // int8 in registers (kv_int8_regs.cuh)
   EXPECT_EQ(plan_for(qk, KernelKind::decode).family, "decode_bw");
+  EXPECT_EQ(plan_for(qkv, KernelKind::decode).config.block_n, 32);  // (tuned: docs/kernels-int8.md)
+  EXPECT_EQ(plan_for(qk, KernelKind::decode).config.block_n, 16);
   EXPECT_EQ(plan_for(qk, KernelKind::prefill_paged).int8, Int8Mode::qk);
   EXPECT_NE(emit_kernel(plan_for(qkv, KernelKind::decode)).entry.find("_i8qkv_"), std::string::npos);
   EXPECT_NE(emit_kernel(plan_for(qk, KernelKind::prefill)).source.find("kInt8 = attnc::Int8Mode::qk;"),
