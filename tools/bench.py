@@ -577,6 +577,55 @@ def decode_rows(spec, db, page_size, flex):
     return rows
 
 
+# int8 decode (issue 12): the int8 fork's two modes beside attnc bf16 and fp8 e4m3 on one shape.
+INT8_DECODE = dict(B=64, L=8192, D=128, hq=HQ, hkv=HKV)
+INT8_DECODE_CACHES = [  # (label, kv_cache dtype, layout, quant, bytes per K element, per V element)
+    ("bf16", "same", "NHD", None, 2, 2), ("fp8 e4m3", "fp8_e4m3", "NHD", None, 1, 1),
+    ("int8_qkv", "int8", "HND", "int8_qkv", 1, 1), ("int8_qk", "int8", "HND", "int8_qk", 1, 2)]
+
+
+def bench_int8_decode(attnc_bin, workdir, page_size, db):
+    """attnc's decode on one paged shape with a bf16, an fp8 e4m3 and the two int8 caches (int8_qkv:
+    int8 K and V; int8_qk: int8 K, 16-bit V; the fork's HND pages), each through `attnc run` (the
+    dispatcher's default config and split heuristic, median of 50 single launches, no reference check:
+    the GPU grid checks these kernels). TB/s counts the K/V bytes of each cache (int8 rows: the int8
+    bytes, not the [num_blocks, Hkv, page] fp32 key scales, 1/64 of int8_qkv's bytes at d128)."""
+    B, L, D, hq, hkv = (INT8_DECODE[k] for k in ("B", "L", "D", "hq", "hkv"))
+    rows = []
+    for label, cache, layout, quant, kb, vb in INT8_DECODE_CACHES:
+        name = f"bench-int8-decode-{label.replace(' ', '')}"
+        path = os.path.join(workdir, name + ".yaml")
+        with open(path, "w") as f:
+            f.write(spec_yaml(name, D, False, "decode", page_size, hq=hq, hkv=hkv, kv_dtype=cache)
+                    .replace(f"layout: NHD", f"layout: {layout}") + (f"quant: {quant}\n" if quant else ""))
+        cmd = [attnc_bin, "run", path, "--kind", "decode", "--seqlens-k", ",".join([str(L)] * B),
+               "--page-size", str(page_size), "--num-blocks", str(B * L // page_size + 64), "--no-check",
+               "--reps", "50", "--json"] + (["--db", db] if db else [])
+        res = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
+        byt = B * L * hkv * D * (kb + vb)
+        row = dict(shape=f"decode d{D} B{B} L{L} page{page_size}", cache=label, unit="TB/s", int8_decode=True,
+                   attnc_heuristic=byt / res["time_ms"] / 1e9, time_ms=res["time_ms"], gbytes=byt / 1e9,
+                   entry=res["entry"], num_splits=res["num_splits"])
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    return rows
+
+
+def int8_decode_markdown(rows):
+    rows = [r for r in rows if r.get("int8_decode")]
+    if not rows:
+        return []
+    bf16 = next((r for r in rows if r["cache"] == "bf16"), None)
+    lines = ["", "int8 decode: `attnc run`, the dispatcher's default config, median of 50 single launches.", "",
+             "| int8 decode shape | KV cache | K/V bytes (GB) | time (us) | TB/s of its bytes | tokens/s vs bf16 "
+             "| kernel (splits) |", "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['shape']} | {r['cache']} | {r['gbytes']:.3f} | {r['time_ms'] * 1e3:.1f} "
+                     f"| {fmt(r['attnc_heuristic'])} | {ratio(bf16 and bf16['time_ms'], r['time_ms'])} "
+                     f"| {r['entry']} ({r['num_splits']}) |")
+    return lines
+
+
 def first_call_s(spec_path, db):
     """One fresh process: create the Attention and run one small prefill; the seconds that took."""
     code = f"""
@@ -726,7 +775,7 @@ def markdown(rows, jit, env):
              "| shape | unit | attnc tuned | attnc heuristic | attnc prefill_sm80 | cuDNN | FA2 (SDPA flash) | "
              "FlexAttention | tuned / cuDNN | heuristic / cuDNN | tuned / heuristic | tuned / Flex |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    for r in (r for r in rows if r["unit"] != "ms"):
+    for r in (r for r in rows if r["unit"] != "ms" and not r.get("int8_decode")):
         lines.append(f"| {r['shape']} | {r['unit']} | {fmt(r.get('attnc_tuned'))} | {fmt(r.get('attnc_heuristic'))} "
                      f"| {fmt(r.get('attnc_sm80'))} | {fmt(r.get('cudnn'))} | {fmt(r.get('flash'))} | {fmt(r.get('flex'))} "
                      f"| {ratio(r.get('attnc_tuned'), r.get('cudnn'))} "
@@ -763,6 +812,7 @@ def markdown(rows, jit, env):
                          f"{fmt(r.get('flex'), 3)} | {ratio(r.get('attnc_dense_causal'), best)} | "
                          f"{ratio(r.get('flex'), best)} | {fmt(r['sparse_tflop'] / (best / 1e3))} |")
     lines += int8_markdown(rows)
+    lines += int8_decode_markdown(rows)
     if jit:
         lines += ["", "| JIT | seconds |", "|---|---|"] + [f"| {j['what']} | {j['seconds']:.3f} |" for j in jit]
     return "\n".join(lines) + "\n"
@@ -778,7 +828,7 @@ def main():
     ap.add_argument("--write-specs", action="store_true", help="only write the specs and shapes, print their paths")
     ap.add_argument("--only", choices=["prefill", "decode", "serving", "paged", "mla", "sparse", "int8"],
                     help="one kind of rows, without the JIT figures (mla: MLA absorbed decode; paged: the "
-                         "serving varlen batch over a page-16 cache; int8: int8 prefill in both modes beside bf16)")
+                         "serving varlen batch over a page-16 cache; int8: int8 prefill and decode beside bf16)")
     ap.add_argument("--no-flex", action="store_true", help="leave FlexAttention out (its compiles take minutes)")
     ap.add_argument("--decode-tuning", help="the decode spec's `tuning:` map, e.g. '{warps: [4, 8]}'")
     args = ap.parse_args()
@@ -796,6 +846,11 @@ def main():
     print(env, flush=True)
     flex, block_mask_fn = (None, None) if args.no_flex or args.only in ("mla", "int8") else flex_fn()
     rows = []
+    if args.only == "int8":
+        if not args.attnc:
+            ap.error("--only int8 runs `attnc run`: give --attnc")
+        rows += bench_int8_decode(args.attnc, args.workdir, args.page_size, args.db)
+        rows += bench_int8_prefill(args.attnc, args.workdir)
     for s in specs:
         if s["kind"] in ("prefill", "serving", "paged"):
             rows.append((prefill_rows if s["kind"] == "prefill" else serving_rows)(s, args.db, flex, block_mask_fn))
@@ -808,8 +863,6 @@ def main():
         else:
             rows += decode_rows(s, args.db, args.page_size, flex)
         torch.cuda.empty_cache()
-    if args.only == "int8":
-        rows += bench_int8_prefill(args.attnc, args.workdir)
     jit = [] if args.only else jit_rows(args.attnc, args.workdir)
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "bench.json"), "w") as f:

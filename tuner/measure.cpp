@@ -11,6 +11,7 @@
 #include "runtime/driver/cuda_driver.h"
 #include "runtime/driver/event_wait.h"
 #include "check/half.h"
+#include "tuner/int8_timing.h"
 
 namespace attnc {
 namespace {
@@ -74,6 +75,7 @@ struct TimingInputs::Impl {
   DeviceBuffer inputs, cache, out, lse, meta, extras, workspace;
   Stream stream;
   std::vector<std::unique_ptr<Event>> events;
+  Int8TimingInputs int8;  // int8 specs: their scales (and int8_qk's 16-bit V plane)
 
   Impl(const Device& d, const Spec& s, KernelKind k, const Problem& p, int page_size, KvCacheLayout layout,
        const MeasureOptions& o)
@@ -116,6 +118,7 @@ struct TimingInputs::Impl {
       cache = DeviceBuffer(std::size_t(strides.total_elems) * kv_bytes);  // fp8: random bytes, timing only
       fill_random(cache, s.dtype, 2);
     }
+    int8.setup(s, total_q, total_k, paged ? &strides : nullptr);
     out = DeviceBuffer(std::size_t(total_q) * hq * dv * 2 + 16);
     lse = DeviceBuffer(std::size_t(total_q) * hq * 4 + 16);
 
@@ -173,6 +176,7 @@ struct TimingInputs::Impl {
       a.cu_seqlens_k = m + B + 1;
       a.total_k = total_k;
     }
+    int8.bind(a);
     if (plan.alibi != Alibi::none) a.alibi_slopes = extras.as<float>();
     if (plan.sinks) a.sinks = extras.as<float>() + spec.num_q_heads;
     a.num_splits = num_splits;

@@ -62,9 +62,11 @@ void check_fp8(const Spec& s, const Config& c, const ArchInfo& arch) {
 
 // What decode_bw cannot do yet that decode_split does.
 void check_decode_bw(const Spec& s) {
-  if (int8_mode(s) != Int8Mode::none)
-    throw NotSupportedYet(std::string("decode_bw with quant ") + to_string(s.quant) +
-                          " (it streams 16-bit K/V rows; decode_split serves int8)");
+  if (int8_mode(s) != Int8Mode::none && (s.head_dim % 64 != 0 || s.head_dim_v % 64 != 0 || s.head_dim > 192))
+    throw NotSupportedYet(std::string("decode_bw with quant ") + to_string(s.quant) + " and head dims " +
+                          std::to_string(s.head_dim) + "/" + std::to_string(s.head_dim_v) +
+                          " (its int8 path reads rows in 16-byte pieces per lane: multiples of 64 up to 192; "
+                          "decode_split serves the others)");
   if (s.head_dim_v > 192)
     throw NotSupportedYet("decode_bw with head_dim_v " + std::to_string(s.head_dim_v) +
                           " (each thread's fp32 O accumulator is Dv / 2 registers and the loop spills past 192; "
@@ -75,19 +77,23 @@ void check_decode_bw(const Spec& s) {
 // int8's raw stages), or decode_bw.cuh (Q, then STAGES K and V tiles per warp, which the warps' merge overlays; then
 // the warps' row maxima and sums). With an fp8 cache the stages hold fp8 bytes (D + Dv per key)
 // and one 16-bit K and V tile follows Q (per warp in decode_bw) for the converted tile, except
-// where decode_bw converts in registers (decode_bw.cuh FP8_REGS). decode_bw's merge overlays the
-// pipeline and takes [warps][16][Dv + 8] floats, which may exceed small fp8 stages.
+// where decode_bw converts in registers (decode_bw.cuh FP8_REGS). decode_bw's int8 stages hold the K
+// bytes, the V bytes (or int8_qk's 16-bit V tile) and the keys' fp32 scales, no raw stage. decode_bw's
+// merge overlays the pipeline and takes [warps][16][Dv + 8] floats, which may exceed small fp8 stages.
 int smem_bytes(const Spec& s, KernelKind kind, const Config& c) {
   const int dq = padded_head_dim(s.head_dim), dv = padded_head_dim(s.head_dim_v);
   // int8 (int8_scales.cuh): K, and V with int8_qkv, also stage raw, one byte per element.
   const Int8Mode i8 = int8_mode(s);
   const int raw_row = i8 == Int8Mode::none ? 0 : s.head_dim + (i8 == Int8Mode::qkv ? s.head_dim_v : 0);
-  const int raw = c.stages * c.block_n * raw_row;
   const bool fp8 = reads_fp8(s, kind), bw = c.family == "decode_bw";
+  const int raw = bw ? 0 : c.stages * c.block_n * raw_row;
   const bool fp8_in_registers = fp8 && bw && s.head_dim % 64 == 0 && s.head_dim_v % 64 == 0 && s.head_dim <= 192;
   const int tiles16 = fp8_in_registers ? 0 : fp8 ? 1 : c.stages;
   const int staged = fp8 ? c.stages * c.block_n * (s.head_dim + s.head_dim_v) : 0;
-  const int kv = 2 * tiles16 * c.block_n * (dq + dv) + staged;  // one block's, or one decode_bw warp's
+  // decode_bw's int8 stages (decode_bw.cuh kI8Stage): K bytes, V bytes or int8_qk's 16-bit V tile, key scales.
+  const int int8_bw = c.stages * c.block_n * (s.head_dim + (i8 == Int8Mode::qkv ? s.head_dim_v : 2 * dv) + 4);
+  // One block's K/V stages, or one decode_bw warp's.
+  const int kv = bw && i8 != Int8Mode::none ? int8_bw : 2 * tiles16 * c.block_n * (dq + dv) + staged;
   if (!bw) return 2 * c.block_m * std::max(dq, dv) + kv + raw;
   const int pipeline = std::max(2 * 16 * std::max(dq, dv) + c.warps * kv, 4 * c.warps * 16 * (s.head_dim_v + 8));
   return pipeline + 4 * 2 * c.warps * 16;  // then each warp's row max and sum
@@ -140,6 +146,9 @@ Config default_decode_bw_config(const Spec& s, const ArchInfo& info) {  // (deco
   c.block_n = 16;
   c.warps = 4;
   c.stages = 3;
+  // int8_qkv: 32-key tiles halve the share of the per-tile key-scale copy and V conversion (the
+  // tuner on H200, B=64 L=8192: 262 us against 288 us at 16 keys; docs/kernels-int8.md).
+  if (s.quant == QuantMode::int8_qkv) c.block_n = 32;
   while (smem_bytes(s, KernelKind::decode, c) > info.max_smem_per_block && (c.stages > 2 || c.warps > 1)) {
     if (c.stages > 2) --c.stages;
     else c.warps /= 2;

@@ -33,6 +33,16 @@ void set_int8_params(const KernelPlan& plan, const AttentionArgs& a, AttentionPa
   p.k_token_scale_head_stride = plan.paged ? a.page_size : 1;
   p.k_token_scale_block_stride = plan.paged ? (long long)s.num_kv_heads * a.page_size : 0;
   p.v_channel_scale = a.v_channel_scale;
+  // decode_bw copies int8 rows in 16-byte pieces (kv_int8_regs.cuh): whole 16-byte strides.
+  if (plan.family == "decode_bw") {
+    for (long long stride : {p.k_row_stride, p.k_head_stride, p.k_block_stride})
+      require(stride % 16 == 0, "k strides must be multiples of 16 int8 elements for decode_bw (16-byte copies), got ",
+              stride, "; the decode_split family reads 8-byte aligned rows");
+    if (qkv)
+      for (long long stride : {p.v_row_stride, p.v_head_stride, p.v_block_stride})
+        require(stride % 16 == 0, "v strides must be multiples of 16 int8 elements for decode_bw (16-byte copies), "
+                "got ", stride, "; the decode_split family reads 8-byte aligned rows");
+  }
   // int8 rows are addressed in 2-byte units (the element strides are checked multiples of 8).
   for (long long* stride : {&p.q_row_stride, &p.q_head_stride, &p.k_row_stride, &p.k_head_stride, &p.k_block_stride})
     *stride /= 2;

@@ -1,7 +1,8 @@
 // The int8 cases of the attention grid (attention-semantics.md §5.2): both int8 modes as
 // contiguous prefill (on prefill_sm80 and prefill_sm90, `sm90_`), paged prefill and paged decode (one and several query tokens), with the
 // features the int8 fork allows (causal, window, softcap, ALiBi, sqrt-ALiBi, GQA), q scales in
-// both layouts, and the fork's HND cache beside the other layouts. Checked against the float64
+// both layouts, and the fork's HND cache beside the other layouts. Decode runs on the arch's default
+// (decode_bw on sm_90 where the head dims allow) and on decode_split (`_decode_split` twins). Checked against the float64
 // reference on the dequantised inputs (check/int8_inputs.h).
 #pragma once
 
@@ -83,6 +84,14 @@ inline std::vector<GridCase> int8_grid() {
           sm90.name = "sm90_" + g.name;
           out.push_back(std::move(sm90));
           g.family = "prefill_sm80";
+        }
+        // decode_bw takes int8 where D is a multiple of 64 up to 192: a decode_split twin keeps that
+        // family tested on the same case.
+        if (kind == KernelKind::decode && k.spec.head_dim % 64 == 0 && k.spec.head_dim <= 192) {
+          GridCase twin = g;
+          twin.family = "decode_split";
+          twin.name += "_decode_split";
+          out.push_back(twin);
         }
         out.push_back(g);
       }

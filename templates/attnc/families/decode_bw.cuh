@@ -13,6 +13,9 @@
 // as fp8 bytes in the warp's stages; where D and Dv are multiples of 64 (up to 192) each warp reads
 // them straight into mma fragments and converts them there (features/kv_fp8_regs.cuh), otherwise
 // it converts its tile into its one fp16 K/V buffer before computing it (features/kv_fp8.cuh).
+// int8 (kInt8, D and Dv multiples of 64 up to 192) stages its K bytes (and int8_qkv's V bytes, or
+// int8_qk's 16-bit V rows) with the keys' k_token_scale, and reads them straight into an s8 mma for
+// Q·Kᵀ and an fp16 P·V (features/kv_int8_regs.cuh).
 //
 // Traits: as attention_sm80.cuh's, with kBlockM = 16 (the rows of a block), kWarps (warps on
 // separate keys), kBlockN (the keys of one warp's tile), kPaged, kPackGqa and kSplitKv true.
@@ -20,6 +23,7 @@
 
 #include "attnc/families/attention_sm80.cuh"
 #include "attnc/features/kv_fp8_regs.cuh"
+#include "attnc/features/kv_int8_regs.cuh"
 
 namespace attnc {
 
@@ -53,9 +57,21 @@ struct DecodeBw {
   // fp8 converted in registers (no 16-bit K/V buffers; Q's fragments in registers, permuted).
   static constexpr bool FP8_REGS = FP8 && Tile::QREG && T::kHeadDim % 64 == 0 && DV % 64 == 0;
   using RegTile = Fp8RegTile<T::kHeadDim, DV, BN, Tile::CACHE>;
+  // int8: K bytes into s8 fragments; int8_qkv's V bytes through Fp8RegTile's P·V (int8 -> fp16).
+  static constexpr Int8Mode I8 = Tile::I8;
+  static constexpr bool INT8 = I8 != Int8Mode::none, V8 = I8 == Int8Mode::qkv;
+  using Int8Qk = Int8RegQk<T::kHeadDim, BN>;
+  static constexpr int I8STEPS = INT8 ? Int8Qk::KSTEPS : 1;  // (Q's s8 fragments: none without int8)
+  using Int8V = Fp8RegTile<T::kHeadDim, DV, BN, kCacheInt8Qkv>;
+  static_assert(!INT8 || (T::kHeadDim % 64 == 0 && DV % 64 == 0), "int8 rows are read in whole 16-byte pieces");
+  // int8: a warp's STAGES stages of K bytes, then of V bytes (int8_qkv) or 16-bit V tiles (int8_qk),
+  // then of the keys' scales.
+  static constexpr int kI8K = BN * T::kHeadDim, kI8V = V8 ? BN * DV : 2 * VTile::kElems;
+  static constexpr int kI8Stage = kI8K + kI8V + 4 * BN;
   // One warp's part: its 16-bit K/V buffers (the stages, or fp8's converted tile), then fp8 stages.
-  static constexpr int kWarpBytes = 2 * (FP8_REGS ? 0 : CSTAGES) * (KTile::kElems + VTile::kElems) +
-                                    (FP8 ? STAGES * (KStage::kBytes + VStage::kBytes) : 0);
+  static constexpr int kWarpBytes = INT8 ? STAGES * kI8Stage
+                                         : 2 * (FP8_REGS ? 0 : CSTAGES) * (KTile::kElems + VTile::kElems) +
+                                               (FP8 ? STAGES * (KStage::kBytes + VStage::kBytes) : 0);
   // The merge overlays the pipeline: each warp's O [16][OS] fp32 (rows padded by 8 floats, so a
   // quad's rows fall in different banks), then its row max and sum [16] apart from it.
   static constexpr int OS = DV + 8;
@@ -92,10 +108,15 @@ struct DecodeBw {
     mine.sV = mine.sK + CSTAGES * KTile::kElems;  // (FP8_REGS: no 16-bit buffers, the stages start at sK)
     mine.sK8 = FP8_REGS ? reinterpret_cast<u8*>(mine.sK) : reinterpret_cast<u8*>(mine.sV + CSTAGES * VTile::kElems);
     mine.sV8 = mine.sK8 + STAGES * KStage::kBytes;
+    if constexpr (INT8) {
+      mine.sK8 = reinterpret_cast<u8*>(mine.sK);
+      mine.sV8 = mine.sK8 + STAGES * kI8K;
+      mine.sV = reinterpret_cast<u16*>(mine.sV8);  // (int8_qk: Tile::mma_pv's V tiles)
+    }
     mine.tid = w.tid % 32;
 #pragma unroll
     for (int s = 0; s < STAGES - 1; ++s) {
-      if (s < mine.keys.n_tiles && visible(mine, kv, s)) load_kv(mine, kv, s);
+      if (s < mine.keys.n_tiles && visible(mine, kv, s)) load_kv(p, mine, kv, s);
       cp_async_commit();
     }
     cp_async_wait<STAGES - 1>();  // Q (the oldest group) has landed for this thread
@@ -104,15 +125,27 @@ struct DecodeBw {
     State st;
     Tile::init_state(p, mine, st);
     if constexpr (Tile::QF16) st.dequant.k *= q_to_f16(w);
-    if constexpr (FP8_REGS) RegTile::template q_frags<QTile>(w.sQ, mine.tid, st.qf);
-    else Tile::load_q_frags(st);  // (fp8: Q's fragments stay in registers)
+    u32 qf8[I8STEPS][4];  // int8: Q's s8 fragments
+    if constexpr (INT8) {
+      const int rows[2] = {st.row0, st.row0 + 8};
+      st.int8.init(p, kv, w.seq, blockIdx.y, DV, rows, w.rows_here,
+                   [&](int r) { return w.q_begin + w.rows.token(r); }, [&](int r) { return w.rows.head(r); });
+      Int8Qk::q_frags(reinterpret_cast<const u8*>(w.sQ), mine.tid, qf8);
+    } else if constexpr (FP8_REGS) {
+      RegTile::template q_frags<QTile>(w.sQ, mine.tid, st.qf);
+    } else {
+      Tile::load_q_frags(st);  // (fp8: Q's fragments stay in registers)
+    }
     for (int it = 0; it < mine.keys.n_tiles; ++it) {
       __syncwarp();  // the stage refilled next was read by every lane at it - 1
-      if (it + STAGES - 1 < mine.keys.n_tiles && visible(mine, kv, it + STAGES - 1)) load_kv(mine, kv, it + STAGES - 1);
+      if (it + STAGES - 1 < mine.keys.n_tiles && visible(mine, kv, it + STAGES - 1))
+        load_kv(p, mine, kv, it + STAGES - 1);
       cp_async_commit();
       cp_async_wait<STAGES - 1>();
       __syncwarp();  // every lane's copies of tile it are visible to the warp
-      if constexpr (FP8_REGS) {
+      if constexpr (INT8) {
+        compute_tile_int8(p, mine, mask, kv.sk, it, qf8, st);
+      } else if constexpr (FP8_REGS) {
         compute_tile_fp8(p, mine, mask, kv.sk, it, st);
       } else {
         if constexpr (FP8) {  // the 16-bit buffer was last read at it - 1, before the first __syncwarp
@@ -138,6 +171,28 @@ struct DecodeBw {
     st.softmax.update(acc_s, rescale);
     st.softmax.rescale_o(st.acc_o, rescale);
     RegTile::mma_pv(w.sV8 + stage * VStage::kBytes, w.tid, acc_s, st.acc_o);
+  }
+
+  // Tile::compute_tile on a staged int8 tile: s8 Q·Kᵀ, the scales on the scores, then P·V on int8
+  // V bytes converted in registers (int8_qkv) or on the 16-bit V tile (int8_qk).
+  __device__ static void compute_tile_int8(const AttentionParams& p, const Work& w, const MaskT& mask, int sk, int it,
+                                           const u32 (&qf)[I8STEPS][4], State& st) {
+    const int n0 = w.keys.n_begin + it * BN, stage = it % STAGES;
+    if (Tile::Sparse::kEnabled && !Tile::tile_visible(w, sk - w.sq, n0)) return;
+    float acc_s[BN / 8][4];
+    Int8Qk::mma_qk(w.sK8 + stage * kI8K, w.tid, qf, acc_s);
+    Int8Qk::scale_scores(acc_s, key_scales(w, stage), w.tid, st.int8.qs);
+    Tile::score_and_mask(p, w, mask, sk, n0, st, acc_s);
+    float rescale[2];
+    st.softmax.update(acc_s, rescale);
+    st.softmax.rescale_o(st.acc_o, rescale);
+    if constexpr (V8) Int8V::mma_pv(w.sV8 + stage * kI8V, w.tid, acc_s, st.acc_o);
+    else Tile::mma_pv(st, stage, acc_s);
+  }
+
+  // int8: the key scales of a warp's stage.
+  __device__ static float* key_scales(const Work& w, int stage) {
+    return reinterpret_cast<float*>(w.sV8 + STAGES * kI8V + stage * 4 * BN);
   }
 
   // bf16 Q against an fp8 cache: the block's Q tile (landed) into fp16 in place, the warps' maxima
@@ -175,19 +230,33 @@ struct DecodeBw {
     const auto q_row = [&](int r) {
       return q + (w.q_begin + w.rows.token(r)) * p.q_row_stride + w.rows.head(r) * p.q_head_stride;
     };
-    QTile::template load_rows_async<NTHREADS, 2 * KSTEPS, T::kHeadDim / 8>(w.sQ, q_row, w.rows_here, w.tid);
+    if constexpr (INT8)  // (synchronous: its group is empty)
+      Int8Qk::template load_q<NTHREADS>(reinterpret_cast<u8*>(w.sQ), q_row, w.rows_here, w.tid);
+    else
+      QTile::template load_rows_async<NTHREADS, 2 * KSTEPS, T::kHeadDim / 8>(w.sQ, q_row, w.rows_here, w.tid);
     cp_async_commit();
   }
 
   // One warp's tile `tile` into its stage, 16 keys (one page-table read) at a time. A group past
   // the KV length is zero-filled; its copies name the tile's first group, which exists.
-  __device__ static void load_kv(const Work& w, const Kv& kv, int tile) {
+  __device__ static void load_kv(const AttentionParams& p, const Work& w, const Kv& kv, int tile) {
     const int n0 = w.keys.n_begin + tile * BN, stage = tile % STAGES;
 #pragma unroll
     for (int g = 0; g < BN / 16; ++g) {
       const int n = n0 + 16 * g, valid = kv.sk - n;
       const auto rows = kv.group(valid > 0 ? n : n0);
-      if constexpr (FP8_REGS) {  // (16-row groups: the swizzle's row bits are the tile's)
+      if constexpr (INT8) {  // int8 rows in AttentionParams' 2-byte units (int8_args.cpp), as bytes
+        const StridedRows<u8> k8{reinterpret_cast<const u8*>(rows.k.base), 2 * rows.k.stride};
+        Int8Qk::KGroup::template load_rows_async<32>(w.sK8 + stage * kI8K + 16 * g * T::kHeadDim, k8, valid, w.tid);
+        if constexpr (V8) {
+          const StridedRows<u8> v8{reinterpret_cast<const u8*>(rows.v.base), 2 * rows.v.stride};
+          Int8V::VGroup::template load_rows_async<32>(w.sV8 + stage * kI8V + 16 * g * DV, v8, valid, w.tid);
+        } else {
+          VGroup::template load_rows_async<32, 2 * Tile::DV16, DV / 8>(
+              w.sV + stage * VTile::kElems + 16 * g * DVP, rows.v, valid, w.tid);
+        }
+        Int8Qk::load_key_scales(key_scales(w, stage) + 16 * g, p, kv, blockIdx.y, valid > 0 ? n : n0, valid, w.tid);
+      } else if constexpr (FP8_REGS) {  // (16-row groups: the swizzle's row bits are the tile's)
         u8* sk = w.sK8 + stage * KStage::kBytes + 16 * g * T::kHeadDim;
         u8* sv = w.sV8 + stage * VStage::kBytes + 16 * g * DV;
         RegTile::KGroup::template load_rows_async<32>(sk, rows.k, valid, w.tid);
@@ -236,7 +305,7 @@ struct DecodeBw {
 #pragma unroll
       for (int i = 0; i < 2 * Tile::DV16; ++i) {
         const int col = i * 8 + st.col0;
-        if constexpr (FP8_REGS) {  // columns permuted (RegTile::mma_pv)
+        if constexpr (FP8_REGS || V8) {  // columns permuted (Fp8RegTile::mma_pv)
           s_o[(warp * 16 + row) * OS + RegTile::out_col(st.col0, i, 0)] = st.acc_o[i][2 * r];
           s_o[(warp * 16 + row) * OS + RegTile::out_col(st.col0, i, 1)] = st.acc_o[i][2 * r + 1];
         } else if (col < DV) {  // DV is a multiple of 8 and col0 even: col + 1 < DV too
@@ -277,6 +346,9 @@ struct DecodeBw {
         acc[0] += f * a.x; acc[1] += f * a.y; acc[2] += f * a.z; acc[3] += f * a.w;
         acc[4] += f * b.x; acc[5] += f * b.y; acc[6] += f * b.z; acc[7] += f * b.w;
       }
+      if constexpr (V8)  // int8_qkv: the per-channel V scales (they factor out of the sum over keys)
+#pragma unroll
+        for (int j = 0; j < 8; ++j) acc[j] *= p.v_channel_scale[blockIdx.y * DV + c + j];
       const int token = w.q_begin + w.rows.token(row), head = w.rows.head(row);
       if (partial) {
         const long long slot = ((long long)w.split * p.total_q + token) * p.num_q_heads + head;

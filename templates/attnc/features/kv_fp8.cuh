@@ -22,13 +22,20 @@ __device__ __forceinline__ u32 byte_perm(u32 a, u32 b, u32 selector) {
   return r;
 }
 
-// Four fp8 bytes -> four fp16: bytes 0 and 1 into lo, 2 and 3 into hi (low byte in the low half).
+// Four fp8 (or int8 V) bytes -> four fp16: bytes 0 and 1 into lo, 2 and 3 into hi (low byte in the low half).
 // (To bf16 it would take ~10 instructions per 4 elements: docs/kernels-decode.md.)
 template <int CACHE>
 __device__ __forceinline__ void fp8x4_to_f16(u32 w, u32& lo, u32& hi) {
   if constexpr (CACHE == kCacheFp8E5m2) {
     lo = byte_perm(w, 0u, 0x1404u);  // an e5m2 byte is the top byte of an fp16
     hi = byte_perm(w, 0u, 0x3424u);
+  } else if constexpr (CACHE == kCacheInt8Qkv) {
+    // int8 V (features/kv_int8_regs.cuh), exactly: b + 128 in an fp16's low mantissa byte under
+    // exponent 2^10 is 1024 + 128 + b, and subtracting 1152 leaves b.
+    const u32 x = w ^ 0x80808080u;
+    lo = byte_perm(x, 0x64646464u, 0x4140u);
+    hi = byte_perm(x, 0x64646464u, 0x4342u);
+    asm("sub.f16x2 %0, %0, %2;\n sub.f16x2 %1, %1, %2;\n" : "+r"(lo), "+r"(hi) : "r"(0x64806480u));
   } else {
     asm("{ .reg .b16 l, h;\n mov.b32 {l, h}, %2;\n cvt.rn.f16x2.e4m3x2 %0, l;\n cvt.rn.f16x2.e4m3x2 %1, h; }\n"
         : "=r"(lo), "=r"(hi) : "r"(w));

@@ -1,5 +1,6 @@
-// int8 attention specs (attention-semantics.md §5.2) are planned on the attention_sm80 families
-// (prefill_sm80, decode_split) but int8_qk contiguous prefill (prefill_sm90), and prepare_attention takes their scales: required exactly where
+// int8 attention specs (attention-semantics.md §5.2) are planned on prefill_sm90 (contiguous
+// prefill), prefill_sm80 (paged prefill) and, for decode, decode_bw (head dims multiples of 64 up to
+// 192) or decode_split, and prepare_attention takes their scales: required exactly where
 // the mode needs them, in the fork's layouts, with the int8 tensors' strides in 2-byte units.
 #include <gtest/gtest.h>
 
@@ -61,11 +62,14 @@ void expect_bad(const KernelPlan& plan, const AttentionArgs& a, const std::strin
   }
 }
 
-TEST(Int8Plan, RunsOnTheSm80FamiliesWithItsModeInTheName) {
+TEST(Int8Plan, RunsOnItsFamiliesWithItsModeInTheName) {
   const Spec qkv = int8_llama(QuantMode::int8_qkv), qk = int8_llama(QuantMode::int8_qk);
   EXPECT_EQ(plan_for(qkv, KernelKind::prefill_paged).family, "prefill_sm80");  // prefill_sm90: contiguous only
   EXPECT_EQ(plan_for(qk, KernelKind::prefill_paged).family, "prefill_sm80");
-  EXPECT_EQ(plan_for(qkv, KernelKind::decode).family, "decode_split");   // decode_bw streams 16-bit rows
+  EXPECT_EQ(plan_for(qkv, KernelKind::decode).family, "decode_bw");      // int8 in registers (kv_int8_regs.cuh)
+  EXPECT_EQ(plan_for(qk, KernelKind::decode).family, "decode_bw");
+  EXPECT_EQ(plan_for(qkv, KernelKind::decode).config.block_n, 32);  // (tuned: docs/kernels-int8.md)
+  EXPECT_EQ(plan_for(qk, KernelKind::decode).config.block_n, 16);
   EXPECT_EQ(plan_for(qk, KernelKind::prefill_paged).int8, Int8Mode::qk);
   EXPECT_NE(emit_kernel(plan_for(qkv, KernelKind::decode)).entry.find("_i8qkv_"), std::string::npos);
   EXPECT_NE(emit_kernel(plan_for(qk, KernelKind::prefill)).source.find("kInt8 = attnc::Int8Mode::qk;"),
@@ -74,10 +78,17 @@ TEST(Int8Plan, RunsOnTheSm80FamiliesWithItsModeInTheName) {
   fp16.quant = QuantMode::none;
   fp16.kv_cache.dtype = KvDType::same;
   EXPECT_EQ(emit_kernel(plan_for(fp16, KernelKind::prefill)).source.find("kInt8"), std::string::npos);
+  // Head dims decode_bw's int8 path cannot read (16-byte pieces per lane) fall through to decode_split.
+  Spec d96 = qk;
+  d96.head_dim = d96.head_dim_v = 96;
+  EXPECT_EQ(plan_for(d96, KernelKind::decode).family, "decode_split");
   Config bw = default_config(qkv, KernelKind::decode, "sm_90a");
-  bw.family = "decode_bw";
-  bw.block_m = 16;
-  EXPECT_THROW(plan_kernel(qkv, KernelKind::decode, bw, "sm_90a"), NotSupportedYet);
+  try {
+    plan_kernel(d96, KernelKind::decode, bw, "sm_90a");
+    ADD_FAILURE() << "decode_bw planned int8 at d96";
+  } catch (const NotSupportedYet& e) {
+    EXPECT_NE(std::string(e.what()).find("multiples of 64 up to 192"), std::string::npos) << e.what();
+  }
 }
 
 TEST(Int8Args, ScalesInTheForksLayoutsAndStridesInTwoByteUnits) {
@@ -157,6 +168,18 @@ TEST(Int8Args, BadCallsNameTheProblem) {
   expect_bad(qkv, a, "q_scale strides: give both (row, head) or neither");
   const KernelPlan qk = plan_for(int8_llama(QuantMode::int8_qk), KernelKind::decode);
   expect_bad(qk, good_args(true), "v_channel_scale given but int8_qk keeps V in 16 bits");
+  // decode_bw copies int8 rows in 16-byte pieces; decode_split takes 8-byte aligned ones.
+  a = good_args(true);
+  a.k_row_stride = 136;
+  expect_bad(qkv, a, "k strides must be multiples of 16 int8 elements for decode_bw");
+  a.k_row_stride = 128;
+  a.v_head_stride = 16 * 128 + 8;
+  expect_bad(qkv, a, "v strides must be multiples of 16 int8 elements for decode_bw");
+  const KernelPlan split = plan_kernel(int8_llama(QuantMode::int8_qkv), KernelKind::decode,
+                                       config_for(int8_llama(QuantMode::int8_qkv), KernelKind::decode, "sm_90a",
+                                                  R"({"family":"decode_split"})"),
+                                       "sm_90a");
+  EXPECT_NO_THROW(prepare_attention(split, a));
   Spec fp16 = int8_llama(QuantMode::none);
   fp16.kv_cache.dtype = KvDType::same;
   AttentionArgs plain = good_args(false);
