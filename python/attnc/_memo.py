@@ -152,8 +152,9 @@ lookup = _first_lookup
 
 def set_fast(enabled):
     """Takes the C lookup (when built) or the Python one from now on; drops remembered calls."""
-    global _fast, lookup
+    global _fast, lookup, shim
     _entries.clear()
+    shim = (False, False)
     _fast = _fast_path() if enabled else None
     lookup = _fast.run if _fast is not None else _py_lookup
     return _fast is not None
