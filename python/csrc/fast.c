@@ -6,8 +6,8 @@
  * values through the tensor's Python API (data_ptr(), shape, stride(), dtype: no torch headers are
  * needed at build time), the dict lookup and the replay (allocating out/lse when the caller did not
  * pass them, following a grown split-KV workspace) are C too, and the library's run function is
- * called through its address, without ctypes' argument conversion. Where attnc/_memo.py has found
- * torch's C shim and checked it (tensor_abi()), torch tensors' metadata is read through it instead
+ * called through its address, without ctypes' argument conversion. Where attnc/_torch_shim.py has
+ * found torch's C shim and checked it (tensor_abi(), stream_abi()), torch tensors' metadata is read through it instead
  * of their Python API.
  *
  * Stable ABI (Py_LIMITED_API 3.10): one build serves every CPython from 3.10 on.
@@ -19,7 +19,6 @@
 #include <Python.h>
 #include <stdint.h>
 #include <string.h>
-#include <stdbool.h>
 
 typedef int (*attnc_run_fn)(void* handle, const void* call, void* stream);
 
@@ -30,7 +29,7 @@ static PyObject *s_data_ptr, *s_shape, *s_stride, *s_dtype, *s_is_contiguous, *s
 
 /* torch's stable C shim (AOTInductor's extern "C" functions in libtorch_cpu, AtenTensorHandle =
  * at::Tensor*) and the offset of the at::Tensor inside torch's Python tensor object (THPVariable):
- * set by tensor_abi() once attnc/_memo.py has checked the offset against `_cdata` and the shim's
+ * set by tensor_abi() once attnc/_torch_shim.py has checked the offset against `_cdata` and the shim's
  * reads against the Python API on probe tensors. A tensor's metadata then costs six calls of a few
  * nanoseconds each, against ~0.4 us for data_ptr(), dtype, shape and is_contiguous() through
  * torch's Python API (each a Python call with torch_function checks, torch.Size built and freed).
@@ -50,8 +49,8 @@ static struct {
   shim_i64s sizes, strides;
 } abi;
 
-/* aoti_torch_get_current_cuda_stream (libtorch_cuda), set by stream_abi() once attnc/_memo.py has
- * compared it with torch's own current stream; NULL: stream_fn (a Python call) gives the stream. */
+/* aoti_torch_get_current_cuda_stream (libtorch_cuda), set by stream_abi() once attnc/_torch_shim.py
+ * has compared it with torch's own current stream; NULL: stream_fn (a Python call) gives the stream. */
 typedef int32_t (*shim_stream)(int32_t, void**);
 static shim_stream g_stream_shim;
 
@@ -494,13 +493,15 @@ static PyObject* fast_tensor_abi(PyObject* self, PyObject* const* args, Py_ssize
     return NULL;
   }
   Py_ssize_t offset = PyLong_AsSsize_t(args[1]);
-  long strided = PyLong_AsLong(args[2]);
+  long strided = offset == -1 && PyErr_Occurred() ? -1 : PyLong_AsLong(args[2]);
+  if (PyErr_Occurred()) return NULL;
   void* fns[6];
   for (int i = 0; i < 6; ++i) {
     fns[i] = PyLong_AsVoidPtr(args[3 + i]);
-    if (!fns[i] && !PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "tensor_abi: a function address is 0");
+    if (fns[i]) continue;
+    if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "tensor_abi: a function address is 0");
+    return NULL;
   }
-  if (PyErr_Occurred()) return NULL;
   PyObject* basic = PyObject_GetAttrString(args[0], "__basicsize__");
   Py_ssize_t size = basic ? PyLong_AsSsize_t(basic) : -1;
   Py_XDECREF(basic);
