@@ -9,17 +9,20 @@ the same buffers every step (CUDA-graph inputs, the KV cache), so their calls hi
 
 lookup(*parts) is the C extension attnc._fast where it is built (python/csrc/fast.c: the key,
 the table lookup and the replay in C, the library called without ctypes), else the Python code
-below with the same contract; ATTNC_NO_FAST=1 takes the Python code.
+below with the same contract; ATTNC_NO_FAST=1 takes the Python code. The extension reads torch
+tensors and the current stream through torch's C shim where attnc/_torch_shim.py finds and checks it.
 """
 import ctypes
 import importlib.util
 import os
 
+from . import _torch_shim
 from ._capi import Call, check, lib
 
 _MAX_ENTRIES = 4096
 _entries = {}
 _fast = None  # the extension module once set up and wanted
+shim = (False, False)  # whether _fast reads (tensors, the stream) through torch's C shim
 
 try:  # the current stream's handle without making a torch.cuda.Stream object
     from torch._C import _cuda_getCurrentRawStream as _raw_stream
@@ -119,6 +122,8 @@ def fast_module():
 
 def _fast_path():
     """attnc._fast set up for torch tensors, or None (not built, no torch, or ATTNC_NO_FAST=1)."""
+    global shim
+    shim = (False, False)
     if os.environ.get("ATTNC_NO_FAST") == "1" or _raw_stream is None:
         return None
     fast = fast_module()
@@ -130,6 +135,7 @@ def _fast_path():
         return torch.empty(shape, dtype=dtype or torch.float32, device=device)
 
     fast.init(torch.Tensor, _entries, _raw_stream, check, alloc)
+    shim = _torch_shim.enable(fast, torch, _raw_stream)  # torch read in C where its shim checks out
     return fast
 
 
@@ -146,8 +152,9 @@ lookup = _first_lookup
 
 def set_fast(enabled):
     """Takes the C lookup (when built) or the Python one from now on; drops remembered calls."""
-    global _fast, lookup
+    global _fast, lookup, shim
     _entries.clear()
+    shim = (False, False)
     _fast = _fast_path() if enabled else None
     lookup = _fast.run if _fast is not None else _py_lookup
     return _fast is not None

@@ -6,7 +6,9 @@
  * values through the tensor's Python API (data_ptr(), shape, stride(), dtype: no torch headers are
  * needed at build time), the dict lookup and the replay (allocating out/lse when the caller did not
  * pass them, following a grown split-KV workspace) are C too, and the library's run function is
- * called through its address, without ctypes' argument conversion.
+ * called through its address, without ctypes' argument conversion. Where attnc/_torch_shim.py has
+ * found torch's C shim and checked it (tensor_abi(), stream_abi()), torch tensors' metadata is read through it instead
+ * of their Python API.
  *
  * Stable ABI (Py_LIMITED_API 3.10): one build serves every CPython from 3.10 on.
  */
@@ -24,6 +26,56 @@ typedef int (*attnc_run_fn)(void* handle, const void* call, void* stream);
  * table, current-stream, status-check and allocation callables. */
 static PyObject *g_tensor_type, *g_table, *g_stream_fn, *g_check_fn, *g_alloc_fn;
 static PyObject *s_data_ptr, *s_shape, *s_stride, *s_dtype, *s_is_contiguous, *s_workspace_ptr, *s_workspace_bytes;
+
+/* torch's stable C shim (AOTInductor's extern "C" functions in libtorch_cpu, AtenTensorHandle =
+ * at::Tensor*) and the offset of the at::Tensor inside torch's Python tensor object (THPVariable):
+ * set by tensor_abi() once attnc/_torch_shim.py has checked the offset against `_cdata` and the shim's
+ * reads against the Python API on probe tensors. A tensor's metadata then costs six calls of a few
+ * nanoseconds each, against ~0.4 us for data_ptr(), dtype, shape and is_contiguous() through
+ * torch's Python API (each a Python call with torch_function checks, torch.Size built and freed).
+ * Only objects of exactly abi.type are read so; the rest take the Python API. */
+typedef int32_t (*shim_i32)(void*, int32_t*);
+typedef int32_t (*shim_i64)(void*, int64_t*);
+typedef int32_t (*shim_ptr)(void*, void**);
+typedef int32_t (*shim_i64s)(void*, int64_t**);
+
+static struct {
+  PyObject* type;      /* NULL: not in use */
+  Py_ssize_t offset;   /* of the at::Tensor in the object */
+  int32_t strided;     /* aoti_torch_layout_strided() */
+  shim_i32 layout, dtype;
+  shim_ptr data_ptr;
+  shim_i64 dim;
+  shim_i64s sizes, strides;
+} abi;
+
+/* aoti_torch_get_current_cuda_stream (libtorch_cuda), set by stream_abi() once attnc/_torch_shim.py
+ * has compared it with torch's own current stream; NULL: stream_fn (a Python call) gives the stream. */
+typedef int32_t (*shim_stream)(int32_t, void**);
+static shim_stream g_stream_shim;
+
+typedef struct {
+  void* ptr;
+  int32_t dtype;
+  int64_t dim;
+  const int64_t *sizes, *strides;
+} Meta;
+
+/* 1 read, 0 not a strided tensor the shim reads (the Python API reads it). A tensor without
+ * storage or with symbolic sizes makes the shim log its exception once per call; such tensors
+ * (vmap's, nested ones) are refused by the drop-ins' checks anyway. */
+static int read_meta(PyObject* o, Meta* m) {
+  if (!abi.type || (PyObject*)Py_TYPE(o) != abi.type) return 0;
+  void* t = (char*)o + abi.offset;
+  int32_t layout;
+  if (abi.layout(t, &layout) || layout != abi.strided) return 0;
+  int64_t *sizes, *strides;
+  if (abi.data_ptr(t, &m->ptr) || abi.dtype(t, &m->dtype) || abi.dim(t, &m->dim) || abi.sizes(t, &sizes) ||
+      abi.strides(t, &strides))
+    return 0;
+  m->sizes = sizes, m->strides = strides;
+  return 1;
+}
 
 enum { KEY_MAX = 4096, NEST_MAX = 4 };
 
@@ -56,6 +108,12 @@ static int put_ints(Key* k, char tag, PyObject* t) {
 }
 
 static int put_tensor(Key* k, PyObject* o) {
+  Meta m;
+  if (read_meta(o, &m)) {  /* pointer, dtype code, sizes, strides (never is_contiguous: all strides) */
+    size_t n = (size_t)m.dim * sizeof(int64_t);
+    return put_tag(k, 'A', (long long)(uintptr_t)m.ptr) && put_tag(k, 'd', m.dtype) && put_tag(k, 'S', m.dim) &&
+           put(k, m.sizes, n) && put(k, m.strides, n);
+  }
   PyObject* p = PyObject_CallMethodObjArgs(o, s_data_ptr, NULL);
   if (!p) return -1;
   unsigned long long ptr = PyLong_AsUnsignedLongLong(p);
@@ -174,6 +232,7 @@ typedef struct {
   PyObject* dtype;         /* out's dtype */
   PyObject* lse_shape;     /* a tuple when lse is allocated per call (float32), else None */
   PyObject* key;           /* bytes: the key it was remembered under */
+  int device_index;        /* device as a C int for the stream shim; -1 when it is no int */
 } Entry;
 
 static PyTypeObject* EntryType;
@@ -243,6 +302,9 @@ static PyObject* entry_new(PyTypeObject* type, PyObject* args, PyObject* kwargs)
   Py_INCREF(device), Py_INCREF(var), Py_INCREF(out_shape), Py_INCREF(dtype), Py_INCREF(lse_shape), Py_INCREF(key);
   e->device = device, e->var = var, e->out_shape = out_shape, e->dtype = dtype, e->lse_shape = lse_shape;
   e->key = key;
+  long index = PyLong_CheckExact(device) ? PyLong_AsLong(device) : -1;
+  if (index == -1 && PyErr_Occurred()) PyErr_Clear();
+  e->device_index = index >= 0 && index <= INT32_MAX ? (int)index : -1;
   return (PyObject*)e;
 }
 
@@ -252,6 +314,11 @@ static void put_u64(char* call, Py_ssize_t off, unsigned long long v) { memcpy(c
 static PyObject* allocate(PyObject* shape, PyObject* dtype, PyObject* device, char* call, Py_ssize_t off) {
   PyObject* t = PyObject_CallFunctionObjArgs(g_alloc_fn, shape, dtype, device, NULL);
   if (!t) return NULL;
+  Meta m;
+  if (read_meta(t, &m)) {
+    put_u64(call, off, (unsigned long long)(uintptr_t)m.ptr);
+    return t;
+  }
   PyObject* p = PyObject_CallMethodObjArgs(t, s_data_ptr, NULL);
   unsigned long long ptr = p ? PyLong_AsUnsignedLongLong(p) : 0;
   Py_XDECREF(p);
@@ -283,6 +350,16 @@ static int follow_workspace(Entry* e) {
   return 0;
 }
 
+/* The device's current stream: through torch's C shim where stream_abi() set it, else stream_fn. */
+static int current_stream(Entry* e, void** stream) {
+  if (g_stream_shim && e->device_index >= 0 && !g_stream_shim((int32_t)e->device_index, stream)) return 0;
+  PyObject* s = PyObject_CallFunctionObjArgs(g_stream_fn, e->device, NULL);
+  if (!s) return -1;
+  *stream = PyLong_AsVoidPtr(s);
+  Py_DECREF(s);
+  return !*stream && PyErr_Occurred() ? -1 : 0;
+}
+
 /* Runs the entry: (out, lse), each the tensor allocated for this call or None. */
 static PyObject* replay(Entry* e) {
   if (e->var != Py_None && follow_workspace(e) < 0) return NULL;
@@ -297,11 +374,8 @@ static PyObject* replay(Entry* e) {
     if (e->out_shape != Py_None && !(out = allocate(e->out_shape, e->dtype, e->device, call, e->o_off))) goto done;
     if (e->lse_shape != Py_None && !(lse = allocate(e->lse_shape, Py_None, e->device, call, e->lse_off))) goto done;
   }
-  PyObject* s = PyObject_CallFunctionObjArgs(g_stream_fn, e->device, NULL);
-  if (!s) goto done;
-  void* stream = PyLong_AsVoidPtr(s);
-  Py_DECREF(s);
-  if (!stream && PyErr_Occurred()) goto done;
+  void* stream;
+  if (current_stream(e, &stream) < 0) goto done;
   int rc = e->fn(e->handle, call, stream);
   if (rc) {
     PyObject* r = PyObject_CallFunction(g_check_fn, "i", rc);  /* raises attnc's error */
@@ -403,6 +477,81 @@ static PyObject* fast_key(PyObject* self, PyObject* const* args, Py_ssize_t n) {
   return make_key(args, 1, n, args[0]);
 }
 
+/* tensor_abi(type, offset, layout_strided, get_layout, get_dtype, get_data_ptr, get_dim, get_sizes,
+ * get_strides): objects of exactly `type` are read through the shim functions at those addresses
+ * (the caller has checked them); tensor_abi(None) stops it. */
+static PyObject* fast_tensor_abi(PyObject* self, PyObject* const* args, Py_ssize_t n) {
+  (void)self;
+  if (n == 1 && args[0] == Py_None) {
+    Py_CLEAR(abi.type);
+    Py_RETURN_NONE;
+  }
+  if (n != 9 || !PyType_Check(args[0])) {
+    PyErr_SetString(PyExc_TypeError,
+                    "tensor_abi(type, offset, layout_strided, get_layout, get_dtype, get_data_ptr, get_dim, get_sizes, "
+                    "get_strides) or tensor_abi(None)");
+    return NULL;
+  }
+  Py_ssize_t offset = PyLong_AsSsize_t(args[1]);
+  long strided = offset == -1 && PyErr_Occurred() ? -1 : PyLong_AsLong(args[2]);
+  if (PyErr_Occurred()) return NULL;
+  void* fns[6];
+  for (int i = 0; i < 6; ++i) {
+    fns[i] = PyLong_AsVoidPtr(args[3 + i]);
+    if (fns[i]) continue;
+    if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "tensor_abi: a function address is 0");
+    return NULL;
+  }
+  PyObject* basic = PyObject_GetAttrString(args[0], "__basicsize__");
+  Py_ssize_t size = basic ? PyLong_AsSsize_t(basic) : -1;
+  Py_XDECREF(basic);
+  if (size < 0) return NULL;
+  if (offset < (Py_ssize_t)sizeof(PyObject) || offset + (Py_ssize_t)sizeof(void*) > size) {
+    PyErr_Format(PyExc_ValueError, "tensor_abi: offset %zd is not inside the type's %zd-byte object", offset, size);
+    return NULL;
+  }
+  PyObject* old = abi.type;
+  Py_INCREF(args[0]);
+  abi.type = args[0];
+  Py_XDECREF(old);
+  abi.offset = offset, abi.strided = (int32_t)strided;
+  abi.layout = (shim_i32)fns[0], abi.dtype = (shim_i32)fns[1], abi.data_ptr = (shim_ptr)fns[2];
+  abi.dim = (shim_i64)fns[3], abi.sizes = (shim_i64s)fns[4], abi.strides = (shim_i64s)fns[5];
+  Py_RETURN_NONE;
+}
+
+/* stream_abi(address of aoti_torch_get_current_cuda_stream) or stream_abi(None). */
+static PyObject* fast_stream_abi(PyObject* self, PyObject* fn) {
+  (void)self;
+  void* p = fn == Py_None ? NULL : PyLong_AsVoidPtr(fn);
+  if (!p && PyErr_Occurred()) return NULL;
+  g_stream_shim = (shim_stream)p;
+  Py_RETURN_NONE;
+}
+
+static PyObject* int64s(const int64_t* v, int64_t n) {
+  PyObject* t = PyTuple_New((Py_ssize_t)n);
+  for (int64_t i = 0; t && i < n; ++i) {
+    PyObject* x = PyLong_FromLongLong(v[i]);
+    if (!x || PyTuple_SetItem(t, (Py_ssize_t)i, x) < 0) Py_CLEAR(t);
+  }
+  return t;
+}
+
+/* tensor_meta(t): (data_ptr, dtype code, sizes, strides) as the shim reads them, or None where
+ * tensor_abi() does not read t (the check of the offset, and tests). */
+static PyObject* fast_tensor_meta(PyObject* self, PyObject* o) {
+  (void)self;
+  Meta m;
+  if (!read_meta(o, &m)) Py_RETURN_NONE;
+  PyObject *sizes = int64s(m.sizes, m.dim), *strides = sizes ? int64s(m.strides, m.dim) : NULL;
+  PyObject* r = strides ? Py_BuildValue("(KiOO)", (unsigned long long)(uintptr_t)m.ptr, (int)m.dtype, sizes, strides)
+                        : NULL;
+  Py_XDECREF(sizes);
+  Py_XDECREF(strides);
+  return r;
+}
+
 static PyMethodDef methods[] = {
     {"init", (PyCFunction)(void (*)(void))fast_init, METH_FASTCALL,
      "init(tensor_type, table, stream_fn, check_fn, alloc_fn)"},
@@ -410,6 +559,12 @@ static PyMethodDef methods[] = {
      "run(*parts) -> (out, lse) on a hit, the key (bytes) on a miss, None when not keyable"},
     {"key", (PyCFunction)(void (*)(void))fast_key, METH_FASTCALL, "key(tensor_type, *parts) -> bytes or None"},
     {"remember", fast_remember, METH_O, "remember(entry): into the table under its key's hash"},
+    {"tensor_abi", (PyCFunction)(void (*)(void))fast_tensor_abi, METH_FASTCALL,
+     "tensor_abi(type, offset, layout_strided, get_layout, get_dtype, get_data_ptr, get_dim, get_sizes, get_strides)"
+     " or tensor_abi(None): read tensors of `type` through torch's C shim"},
+    {"stream_abi", fast_stream_abi, METH_O,
+     "stream_abi(address of aoti_torch_get_current_cuda_stream) or stream_abi(None): the replay's stream in C"},
+    {"tensor_meta", fast_tensor_meta, METH_O, "tensor_meta(t) -> (data_ptr, dtype, sizes, strides) or None"},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_fast", NULL, -1, methods, NULL, NULL, NULL, NULL};

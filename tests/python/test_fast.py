@@ -1,7 +1,10 @@
 """attnc._fast (python/csrc/fast.c), the drop-ins' warm path in C, without a GPU: the keys it packs
-from scalars and tensor metadata (through a stand-in tensor type), and a remembered call replayed
-through the library's own function (a null handle, so the library's error comes back as AttncError)."""
+from scalars and tensor metadata (through a stand-in tensor type, read through its Python API or
+through stand-in shim functions as torch's C shim would be called), and a remembered call replayed
+through the library's own function (a null handle, so the library's error comes back as AttncError).
+Where torch is installed, its real shim (attnc/_torch_shim.py) is checked against its Python API."""
 import ctypes
+import importlib.util
 import math
 import os
 import sys
@@ -112,6 +115,170 @@ class Replay(unittest.TestCase):
             fast.Entry(b"k", 1, 0, b"\0" * 16, 0, None, -1, -1, -1, -1, (1,), None, None)
         with self.assertRaises(ValueError):
             fast.Entry(b"k", 0, 0, b"", 0, None, -1, -1, -1, -1, None, None, None)
+
+
+_I32P, _I64P = ctypes.POINTER(ctypes.c_int32), ctypes.POINTER(ctypes.c_int64)
+_GET_I32 = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, _I32P)
+_GET_I64 = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, _I64P)
+_GET_PTR = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p))
+_GET_I64S = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.POINTER(_I64P))
+STRIDED, SPARSE, OFFSET = 0, 1, 16
+
+
+class ShimTensor(Tensor):
+    """A tensor that the stand-in shim reads (its Python API reads the same values)."""
+    __slots__ = ("ptr", "shape", "strides", "dtype", "layout", "fail", "c_sizes", "c_strides")
+
+    def __init__(self, ptr, shape, stride, dtype=15, layout=STRIDED, fail=False):
+        super().__init__(ptr, shape, stride, dtype)
+        self.layout, self.fail = layout, fail
+        self.c_sizes = (ctypes.c_int64 * max(1, len(shape)))(*shape)
+        self.c_strides = (ctypes.c_int64 * max(1, len(stride)))(*stride)
+
+
+class StandInShim:
+    """aoti_torch_get_{layout,dtype,data_ptr,dim,sizes,strides} over ShimTensors: the handle C
+    passes is the object's address + OFFSET, as torch's is its at::Tensor field."""
+
+    def __init__(self):
+        self.objects, self.reads = {}, 0
+
+        def getter(kind, read):
+            def get(handle, ret):
+                t = self.objects[handle - OFFSET]
+                self.reads += 1
+                if t.fail:
+                    return 1
+                ret[0] = read(t)
+                return 0
+            return kind(get)
+
+        self.fns = [getter(_GET_I32, lambda t: t.layout), getter(_GET_I32, lambda t: t.dtype),
+                    getter(_GET_PTR, lambda t: t.ptr), getter(_GET_I64, lambda t: len(t.shape)),
+                    getter(_GET_I64S, lambda t: ctypes.cast(t.c_sizes, _I64P)),
+                    getter(_GET_I64S, lambda t: ctypes.cast(t.c_strides, _I64P))]
+
+    def tensor(self, *args, **kw):
+        t = ShimTensor(*args, **kw)
+        self.objects[id(t)] = t
+        return t
+
+    def addresses(self):
+        return [ctypes.cast(f, ctypes.c_void_p).value for f in self.fns]
+
+
+@unittest.skipIf(fast is None, "attnc._fast is not built (no Python headers)")
+class TensorsThroughTheShim(unittest.TestCase):
+    """fast.c reading tensors of the type given to tensor_abi() through its shim functions."""
+
+    def setUp(self):
+        self.shim = StandInShim()
+        fast.tensor_abi(ShimTensor, OFFSET, STRIDED, *self.shim.addresses())
+
+    def tearDown(self):
+        fast.tensor_abi(None)
+        if _memo._fast is not None:  # give the drop-ins their own setup back
+            _memo._fast_path()
+
+    def test_metadata_and_keys(self):
+        at = 0x7f0000001000
+        t = self.shim.tensor(at, (8, 32, 128), (4096, 128, 1))
+        self.assertEqual(fast.tensor_meta(t), (at, 15, (8, 32, 128), (4096, 128, 1)))
+        self.assertEqual(self.shim.reads, 6)
+        key = fast.key(ShimTensor, t)
+        self.assertEqual(fast.key(ShimTensor, self.shim.tensor(at, (8, 32, 128), (4096, 128, 1))), key)
+        others = [self.shim.tensor(at + 64, (8, 32, 128), (4096, 128, 1)),
+                  self.shim.tensor(at, (8, 32, 64), (4096, 128, 1)),
+                  self.shim.tensor(at, (8, 32, 128), (4096, 128, 2)),
+                  self.shim.tensor(at, (8, 32, 128), (4096, 128, 1), dtype=5),
+                  self.shim.tensor(at, (8, 4096), (4096, 1))]
+        self.assertEqual(len({key} | {fast.key(ShimTensor, o) for o in others}), 6)
+        scalar = self.shim.tensor(at, (), ())
+        self.assertEqual(fast.tensor_meta(scalar), (at, 15, (), ()))
+
+    def test_what_the_shim_does_not_read_takes_the_python_api(self):
+        at = 0x7f0000001000
+        python_api = fast.key(Tensor, Tensor(at, (4, 8), (8, 1), 15))
+        for t in (self.shim.tensor(at, (4, 8), (8, 1), layout=SPARSE), self.shim.tensor(at, (4, 8), (8, 1), fail=True)):
+            self.assertIsNone(fast.tensor_meta(t))
+            self.assertEqual(fast.key(ShimTensor, t), python_api)
+        class Sub(ShimTensor):
+            __slots__ = ()
+        sub = Sub(at, (4, 8), (8, 1))
+        self.shim.objects[id(sub)] = sub
+        reads = self.shim.reads
+        self.assertIsNone(fast.tensor_meta(sub))  # only the exact type is read through the shim
+        self.assertEqual(self.shim.reads, reads)
+        fast.tensor_abi(None)
+        self.assertIsNone(fast.tensor_meta(self.shim.tensor(at, (4, 8), (8, 1))))
+
+    def test_tensor_abi_checks_its_arguments(self):
+        fns = self.shim.addresses()
+        with self.assertRaises(ValueError):  # past the object
+            fast.tensor_abi(ShimTensor, ShimTensor.__basicsize__, STRIDED, *fns)
+        with self.assertRaises(ValueError):  # inside the object header
+            fast.tensor_abi(ShimTensor, 8, STRIDED, *fns)
+        with self.assertRaises(ValueError):
+            fast.tensor_abi(ShimTensor, OFFSET, STRIDED, *fns[:5], 0)
+        with self.assertRaises(TypeError):
+            fast.tensor_abi(ShimTensor, OFFSET)
+
+
+try:
+    _torch = importlib.import_module("torch") if importlib.util.find_spec("torch") else None
+except ImportError:
+    _torch = None
+
+
+@unittest.skipIf(fast is None or _torch is None, "needs attnc._fast and torch")
+class TorchShim(unittest.TestCase):
+    """attnc/_torch_shim.py against the installed torch: its offset and shim checked, then tensors
+    read through it equal their Python API's values (the GPU machine's torch takes this path)."""
+
+    def setUp(self):
+        from attnc import _torch_shim
+        self.shim = _torch_shim
+        self.raw_stream = _memo._raw_stream or (lambda device: 0)
+
+    def tearDown(self):
+        if _memo._fast is not None:
+            _memo._fast_path()
+
+    def test_tensors_read_through_the_shim(self):
+        torch = _torch
+        tensors, stream = self.shim.enable(fast, torch, self.raw_stream)
+        self.assertTrue(tensors, "torch's shim or its tensor layout did not check out: the slower path reads")
+        self.assertEqual(stream, torch.cuda.is_available())
+        base = torch.randn(6, 4, 8, dtype=torch.bfloat16)
+        for t in (base, base[1:], base.transpose(1, 2), base[:, :, ::2], base.view(6, 32), base[0, 0, 0],
+                  torch.empty(3, 1, 8, dtype=torch.int32).expand(3, 5, 8)):
+            ptr, _, shape, stride = fast.tensor_meta(t)
+            self.assertEqual((ptr, shape, stride), (t.data_ptr(), tuple(t.shape), t.stride()))
+        self.assertNotEqual(fast.tensor_meta(base)[1], fast.tensor_meta(base.half())[1])
+        self.assertNotEqual(fast.key(torch.Tensor, base[:, :, :4]), fast.key(torch.Tensor, base[:, :, :4].contiguous()))
+        self.assertIsNone(fast.tensor_meta(base.to_sparse()))  # not strided: the Python API reads it
+
+        class Sub(torch.Tensor):
+            pass
+        self.assertIsNone(fast.tensor_meta(base.as_subclass(Sub)))
+
+    def test_switched_off(self):
+        os.environ["ATTNC_NO_TORCH_SHIM"] = "1"
+        try:
+            self.assertEqual(self.shim.enable(fast, _torch, self.raw_stream), (False, False))
+            self.assertIsNone(fast.tensor_meta(_torch.zeros(2)))
+        finally:
+            del os.environ["ATTNC_NO_TORCH_SHIM"]
+
+    @unittest.skipUnless(_torch is not None and _torch.cuda.is_available(), "needs a GPU")
+    def test_stream_follows_torch(self):
+        get = self.shim.stream_getter(_torch)
+        self.assertIsNotNone(get)
+        device = _torch.cuda.current_device()
+        side = _torch.cuda.Stream()
+        for s in (_torch.cuda.current_stream(), side):
+            with _torch.cuda.stream(s):
+                self.assertEqual(self.shim.current_stream(get, device), s.cuda_stream)
 
 
 if __name__ == "__main__":

@@ -154,14 +154,18 @@ class VllmGrid(unittest.TestCase):
     def test_repeated_calls_replay_the_checked_call(self):
         """The second call with the same tensors skips the checks (attnc._memo) and reads the new
         contents; after a larger call grows the workspace, the replay takes the new one. Through
-        the C warm path (attnc._fast) and the Python one."""
+        the Python warm path, the C one (attnc._fast) reading torch through its Python API, and
+        the C one reading tensors and the stream through torch's C shim (attnc/_torch_shim.py)."""
         try:
-            for fast in (False, True):
-                with self.subTest(fast=fast):
+            for fast, shim in ((False, False), (True, False), (True, True)):
+                with self.subTest(fast=fast, shim=shim):
+                    os.environ["ATTNC_NO_TORCH_SHIM"] = "0" if shim else "1"
                     self.assertEqual(_memo.set_fast(fast), fast)
+                    self.assertEqual(_memo.shim, (shim, shim))
                     _variants.clear()
                     self.replay_checks()
         finally:
+            del os.environ["ATTNC_NO_TORCH_SHIM"]
             _memo.set_fast(True)
 
     def replay_checks(self):
