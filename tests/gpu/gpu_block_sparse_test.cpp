@@ -34,6 +34,7 @@ struct SparseCase {
   std::string family;  // "": the arch's default
   std::vector<int> lq, lk;
   int num_splits = 1;
+  std::string config_json;  // sm_90a only: overrides of the default config
 };
 
 void PrintTo(const SparseCase& c, std::ostream* os) { *os << c.name; }
@@ -80,13 +81,20 @@ std::vector<SparseCase> cases() {
     out.push_back({"decode_split_" + tag, spec, KernelKind::decode, "decode_split", {}, {1, 100, 777, 1500}, 0});
   }
   const Spec phi3 = sparse_spec(32, 8, 64, 16, 8, 1, 0, 64);
+  // Persistent blocks (the sm_90a default here) walk 2 x 32 x 16 = 1024 items on 132 SMs; the
+  // one-item-per-block kernel again; persistent with two consumer warpgroups (Q in registers).
   out.push_back({"prefill_phi3_small", phi3, KernelKind::prefill, "", {3000, 1100}, {3000, 1100}});
+  out.push_back({"prefill_phi3_small_one_item_per_block", phi3, KernelKind::prefill, "", {3000, 1100}, {3000, 1100},
+                 1, R"({"persistent":false})"});
+  out.push_back({"prefill_phi3_small_m128_q_in_registers", phi3, KernelKind::prefill, "", {3000, 1100}, {3000, 1100},
+                 1, R"({"block_m":128,"warps":12})"});
   out.push_back({"prefill_sm80_phi3_small", phi3, KernelKind::prefill, "prefill_sm80", {1500}, {1500}});
   out.push_back({"decode_phi3_small", phi3, KernelKind::decode, "", {}, {5000, 64, 2049}, 0});
   return out;
 }
 
 Config config_of(const SparseCase& c, const std::string& arch) {
+  if (!c.config_json.empty() && arch == "sm_90a") return config_for(c.spec, c.kind, arch, c.config_json);
   return c.family.empty() ? default_config(c.spec, c.kind, arch)
                           : default_family_config(c.spec, c.kind, arch, c.family);
 }
@@ -203,10 +211,14 @@ TEST(GpuBlockSparseTiming, Phi3SmallS8192) {
     std::string config_json;
   };
   std::vector<Run> runs = {{"dense_causal_default", dense, ""}, {"sparse_default", sparse, ""}};
-  if (arch == "sm_90a")
-    for (const char* cfg : {R"({"block_n":64,"stages":3})", R"({"block_n":64,"stages":4})",
-                            R"({"block_m":128,"warps":12,"block_n":64,"stages":2})", R"({"block_n":128})"})
+  // The default is persistent (m192n64s2ps); one item per block, 3 stages, 128 rows; dense causal
+  // persistent.
+  if (arch == "sm_90a") {
+    for (const char* cfg : {R"({"persistent":false})", R"({"stages":3})", R"({"block_m":128,"warps":12})",
+                            R"({"block_m":128,"warps":12,"persistent":false})"})
       runs.push_back({std::string("sparse_") + cfg, sparse, cfg});
+    runs.push_back({R"(dense_causal_{"persistent":true})", dense, R"({"persistent":true})"});
+  }
   std::vector<KernelSource> sources;
   std::vector<KernelPlan> plans;
   for (const Run& r : runs) {

@@ -25,11 +25,17 @@
 // page (or part of a page), and the last tile's V rows past the request's end are zeroed before
 // the consumers read it (barrier v_tail).
 //
+// Work order (core/work_order.cuh): causal items run longest first. Persistent blocks (kPersistent,
+// one per SM, contiguous K/V) walk several items: the K/V rings run on across items, the output is
+// staged in its own tile, and the consumers hand Q back (barrier q_empty) once their last Q K^T has
+// read it, so the producer loads the next item's Q and first K/V tiles while the consumers finish
+// and store this one.
+//
 // Traits (written by the emitter) supply:
 //   Element (bf16_t | fp16_t), kHeadDim, kHeadDimV (multiples of 8, <= 256, Dv's 64-column blocks
 //   no more than D's), kGroup, kBlockM (= 64 * kConsumerWarpgroups), kBlockN, kStages,
 //   kConsumerWarpgroups (2 or 3), kPingpong, kMask (MaskKind), kSoftcap, kAlibi (Alibi), kSinks,
-//   kLse (LseOut), kPaged.
+//   kLse (LseOut), kPaged, kPersistent.
 #pragma once
 
 #include "attnc/features/alibi.cuh"
@@ -43,6 +49,7 @@
 #include "attnc/families/prefill_sm90_paged.cuh"
 #include "attnc/params/params.h"
 #include "attnc/core/ptx.cuh"
+#include "attnc/core/work_order.cuh"
 #include "attnc/sm90/mbarrier.cuh"
 #include "attnc/sm90/tma.cuh"
 #include "attnc/sm90/warpgroup.cuh"
@@ -61,6 +68,8 @@ struct PrefillSm90 {
   static constexpr int kThreads = (W + 1) * kWarpgroupThreads;
   static constexpr bool kPingpong = T::kPingpong && W > 1;
   static constexpr bool kPaged = T::kPaged;
+  static constexpr bool kPersistent = T::kPersistent;
+  static_assert(!(kPersistent && kPaged), "persistent blocks read contiguous K/V");
   // Registers per thread after setmaxnreg: the producer keeps few, the consumers take the rest of
   // what the block was launched with (kLaunchRegs: setmaxnreg.inc draws on the block's own
   // registers, so a sum above it never completes). The paged producer warp holds its boxes' pages
@@ -81,8 +90,9 @@ struct PrefillSm90 {
   using QTile = SwizzledTile<BM, D>;
   using KTile = SwizzledTile<BN, D>;
   using VTile = SwizzledTile<BN, DV>;
-  using OTile = SwizzledTile<BM, DV>;  // staged over the Q tile: same rows, fewer or as many blocks
+  using OTile = SwizzledTile<BM, DV>;  // staged over the Q tile (persistent: its own): same rows, no more blocks
   static_assert(OTile::kBlocks <= QTile::kBlocks, "the output tile fits in the Q tile");
+  using Order = WorkOrder<T::kMask == MaskKind::causal>;
 
   using Sparse = typename SparseOf<T>::type;
   // The key tiles a block visits, in order: all of the mask's range, or the visible ones.
@@ -96,14 +106,17 @@ struct PrefillSm90 {
   };
   using TileList = typename TileListOf<Sparse>::type;
 
-  // Shared memory: Q, the K ring, the V ring, then the barriers; 1 KiB of slack aligns the tiles.
+  // Shared memory: Q, the K ring, the V ring, (persistent) O, then the barriers; 1 KiB of slack
+  // aligns the tiles.
   struct Barriers {
     u64 q_full;
     u64 k_full[STAGES], k_empty[STAGES], v_full[STAGES], v_empty[STAGES];
   };
-  static constexpr int kTileBytes = QTile::kBytes + STAGES * (KTile::kBytes + VTile::kBytes);
-  // Paged: one more barrier after them, v_tail (the last V tile with its rows past the end zeroed).
-  static constexpr int kSmemBytes = 1024 + kTileBytes + int(sizeof(Barriers)) + (kPaged ? 8 : 0);
+  static constexpr int kTileBytes =
+      QTile::kBytes + STAGES * (KTile::kBytes + VTile::kBytes) + (kPersistent ? OTile::kBytes : 0);
+  // One more barrier after them: paged, v_tail (the last V tile with its rows past the end zeroed);
+  // persistent, q_empty (the consumers are done with Q).
+  static constexpr int kSmemBytes = 1024 + kTileBytes + int(sizeof(Barriers)) + (kPaged || kPersistent ? 8 : 0);
 
   // Named barriers: 0 is __syncthreads; 1..W pass the GEMM-issue token; W+1..2W are each consumer
   // warpgroup's own.
@@ -113,8 +126,10 @@ struct PrefillSm90 {
     u16* q;
     u16* k;
     u16* v;
+    u16* o;  // the output's staging tile: q, or (persistent) its own
     Barriers* bar;
-    __device__ u64* v_tail() const { return reinterpret_cast<u64*>(bar + 1); }
+    __device__ u64* v_tail() const { return reinterpret_cast<u64*>(bar + 1); }   // paged
+    __device__ u64* q_empty() const { return reinterpret_cast<u64*>(bar + 1); }  // persistent (never paged)
     __device__ u16* k_stage(int s) const { return k + s * KTile::kElems; }
     __device__ u16* v_stage(int s) const { return v + s * VTile::kElems; }
   };
@@ -126,12 +141,17 @@ struct PrefillSm90 {
     TileList tiles;  // which: tile t holds keys [t * BN, t * BN + BN)
   };
 
-  __device__ static bool setup(const AttentionParams& p, Block& b) {
-    b.seq = blockIdx.z;
-    b.head = blockIdx.y;
+  // Where a block is in its walk over items: key tiles visited (the K/V rings' position) and items
+  // computed (the phase of the Q barriers), both counted over the block's earlier items.
+  struct Progress {
+    int tiles, items;
+  };
+
+  __device__ static bool setup(const AttentionParams& p, const WorkItem& item, Block& b) {
+    b.seq = item.seq;
+    b.head = item.head;
     b.kv_head = b.head / T::kGroup;
-    // Causal blocks further down see more keys: run them first.
-    const int m_block = T::kMask == MaskKind::causal ? gridDim.x - 1 - blockIdx.x : blockIdx.x;
+    const int m_block = item.m_block;
     b.q_begin = p.cu_seqlens_q[b.seq];
     b.sq = p.cu_seqlens_q[b.seq + 1] - b.q_begin;
     if constexpr (kPaged) {
@@ -155,12 +175,34 @@ struct PrefillSm90 {
     return true;
   }
 
-  __device__ static void run(const AttentionParams& p, const AttentionTensorMaps& maps, unsigned char* smem_raw) {
+  // f(block, progress) for each item of this block: its one item (a grid of tiles x heads x
+  // requests), or (persistent) its rounds over all items.
+  template <class F>
+  __device__ static void for_each_item(const AttentionParams& p, F&& f) {
+    Progress pr{0, 0};
     Block b;
-    if (!setup(p, b)) return;
+    if constexpr (kPersistent) {
+      const Order order{max(1, (p.max_seqlen_q + BM - 1) / BM), p.num_q_heads, p.batch};
+      const int c = linear_block_index(), g = grid_blocks(), n = order.count();
+      for (int r = 0;; ++r) {
+        const int w = Order::persistent_item(r, c, g);
+        if (w >= n) break;  // later rounds' items are further still
+        if (!setup(p, order.at(w), b)) continue;
+        f(b, pr);
+        pr.tiles += b.n_tiles;
+        ++pr.items;
+      }
+    } else {
+      const Order order{int(gridDim.x), int(gridDim.y), int(gridDim.z)};
+      if (setup(p, order.at(linear_block_index()), b)) f(b, pr);
+    }
+  }
 
+  __device__ static void run(const AttentionParams& p, const AttentionTensorMaps& maps, unsigned char* smem_raw) {
     u16* tiles = reinterpret_cast<u16*>(tma_aligned_smem(smem_raw));
-    Smem sm{tiles, tiles + QTile::kElems, tiles + QTile::kElems + STAGES * KTile::kElems,
+    u16* const kv = tiles + QTile::kElems;
+    u16* const o = kPersistent ? kv + STAGES * (KTile::kElems + VTile::kElems) : tiles;
+    Smem sm{tiles, kv, kv + STAGES * KTile::kElems, o,
             reinterpret_cast<Barriers*>(reinterpret_cast<unsigned char*>(tiles) + kTileBytes)};
     if (threadIdx.x == 0) {
       mbar_init(&sm.bar->q_full, 1);
@@ -171,6 +213,7 @@ struct PrefillSm90 {
         mbar_init(&sm.bar->v_empty[s], 4 * W);
       }
       if constexpr (kPaged) mbar_init(sm.v_tail(), 1);
+      if constexpr (kPersistent) mbar_init(sm.q_empty(), 4 * W);
       mbar_fence_init();
     }
     __syncthreads();
@@ -179,13 +222,13 @@ struct PrefillSm90 {
     if (wg == 0) {
       warpgroup_reg_dealloc<kProducerRegs>();
       if constexpr (kPaged) {
-        if (threadIdx.x < 32) load_paged(p, maps, b, sm);
+        if (threadIdx.x < 32) for_each_item(p, [&](const Block& b, const Progress&) { load_paged(p, maps, b, sm); });
       } else {
-        if (threadIdx.x == 0) load(maps, b, sm);
+        if (threadIdx.x == 0) for_each_item(p, [&](const Block& b, const Progress& pr) { load(maps, b, sm, pr); });
       }
     } else {
       warpgroup_reg_alloc<kConsumerRegs>();
-      compute(p, b, sm, wg - 1);
+      for_each_item(p, [&](const Block& b, const Progress& pr) { compute(p, b, sm, wg - 1, pr); });
     }
   }
 
@@ -209,13 +252,14 @@ struct PrefillSm90 {
       tma_load_3d(sm.q + c * BM * 64, &maps.q, &sm.bar->q_full, c * 64, b.head, b.q_begin + b.m0);
   }
 
-  __device__ static void load(const AttentionTensorMaps& maps, const Block& b, const Smem& sm) {
+  __device__ static void load(const AttentionTensorMaps& maps, const Block& b, const Smem& sm, const Progress& pr) {
+    if constexpr (kPersistent) mbar_wait(sm.q_empty(), (pr.items & 1) ^ 1);  // the last item's Q is read
     load_q(maps, b, sm);
 
     auto load_tile = [&](const TmaDescriptor* map, u16* dst, u64* full, u64* empty, int blocks, int tile_elems,
                          int tile_bytes, int rows, int i, int tile) {
-      const int s = i % STAGES;
-      mbar_wait(&empty[s], ((i / STAGES) & 1) ^ 1);  // the consumers have released this stage
+      const int j = pr.tiles + i, s = j % STAGES;  // the rings run on across a block's items
+      mbar_wait(&empty[s], ((j / STAGES) & 1) ^ 1);  // the consumers have released this stage
       mbar_arrive_expect_tx(&full[s], tile_bytes);
       const int row = b.k_begin + tile * BN;
       for (int c = 0; c < blocks; ++c)
@@ -287,12 +331,32 @@ struct PrefillSm90 {
 
   // ---- consumers ----------------------------------------------------------------------------
 
+  // Persistent blocks of two consumer warpgroups read Q into registers once per item (the A
+  // operand of Q K^T, m16n8k16 fragments per warp: D / 4 registers, 32 at d128; three warpgroups'
+  // 160 registers spill with them): Q K^T then reads only K from shared memory (a 64 x 64 x 16
+  // product reading both operands there needs all of its bandwidth), and Q's tile is free for the
+  // next item at once.
+  static constexpr bool kQInRegisters = kPersistent && W == 2 && D <= 128;
+  using QFrags = u32[kQInRegisters ? KSTEPS : 1][4];
+
+  __device__ static void load_q_frags(QFrags& qf, const Smem& sm, int row0, int col0) {
+#pragma unroll
+    for (int kk = 0; kk < KSTEPS; ++kk) {
+      qf[kk][0] = *reinterpret_cast<const u32*>(sm.q + QTile::offset(row0, kk * 16 + col0));
+      qf[kk][1] = *reinterpret_cast<const u32*>(sm.q + QTile::offset(row0 + 8, kk * 16 + col0));
+      qf[kk][2] = *reinterpret_cast<const u32*>(sm.q + QTile::offset(row0, kk * 16 + 8 + col0));
+      qf[kk][3] = *reinterpret_cast<const u32*>(sm.q + QTile::offset(row0 + 8, kk * 16 + 8 + col0));
+    }
+  }
+
   // S = Q K^T for this warpgroup's 64 rows and the K tile in stage s (issued, not waited).
-  __device__ static void issue_qk(float (&s)[BN / 8][4], const Smem& sm, int cw, int stage) {
+  __device__ static void issue_qk(float (&s)[BN / 8][4], const QFrags& qf, const Smem& sm, int cw, int stage) {
     const u32 q = smem_u32(sm.q), k = smem_u32(sm.k_stage(stage));
 #pragma unroll
-    for (int kk = 0; kk < KSTEPS; ++kk)
-      wgmma_ss<E, BN, 0>(s, QTile::desc_k_major(q, cw * 64, kk), KTile::desc_k_major(k, 0, kk), kk > 0);
+    for (int kk = 0; kk < KSTEPS; ++kk) {
+      if constexpr (kQInRegisters) wgmma_rs<E, BN, 0>(s, qf[kk], KTile::desc_k_major(k, 0, kk), kk > 0);
+      else wgmma_ss<E, BN, 0>(s, QTile::desc_k_major(q, cw * 64, kk), KTile::desc_k_major(k, 0, kk), kk > 0);
+    }
   }
 
   // O += P V with P in registers (m16n8k16 A fragments per warp) and the V tile in stage s.
@@ -326,7 +390,8 @@ struct PrefillSm90 {
     if constexpr (kPingpong) named_barrier_arrive(kTokenBarrier + (cw + 1) % W, 2 * kWarpgroupThreads);
   }
 
-  __device__ static void compute(const AttentionParams& p, const Block& b, const Smem& sm, int cw) {
+  __device__ static void compute(const AttentionParams& p, const Block& b, const Smem& sm, int cw,
+                                 const Progress& pr) {
     const int lane = threadIdx.x % 32, warp = (threadIdx.x / 32) % 4;
     const int row0 = cw * 64 + warp * 16 + lane / 4;  // and row0 + 8, within the block
     const int col0 = (lane % 4) * 2;
@@ -355,16 +420,28 @@ struct PrefillSm90 {
     float rescale[2];
 
     if (kPingpong && cw == 0) named_barrier_arrive(kTokenBarrier, 2 * kWarpgroupThreads);  // the first turn
-    mbar_wait(&sm.bar->q_full, 0);
+    mbar_wait(&sm.bar->q_full, pr.items & 1);
+    // Stage and phase of the i-th tile of this item (the rings run on across a block's items).
+    auto stage = [&](int i) { return (pr.tiles + i) % STAGES; };
+    auto phase = [&](int i) { return ((pr.tiles + i) / STAGES) & 1; };
+    auto q_read = [&] {  // persistent: the producer may load the next item's Q
+      if constexpr (kPersistent) release(sm.q_empty());
+    };
+    QFrags qf;
+    if constexpr (kQInRegisters) {
+      load_q_frags(qf, sm, row0, col0);
+      __syncwarp();
+      q_read();
+    }
 
     if (b.n_tiles > 0) {
-      mbar_wait(&sm.bar->k_full[0], 0);
+      mbar_wait(&sm.bar->k_full[stage(0)], phase(0));
       wgmma_fence();
-      issue_qk(s, sm, cw, 0);
+      issue_qk(s, qf, sm, cw, stage(0));
       wgmma_commit();
       wgmma_wait<0>();
       fence_operand(s);
-      release(&sm.bar->k_empty[0]);
+      release(&sm.bar->k_empty[stage(0)]);
       int tile = tile_at(b, 0, 0);
       logits(s, tile);
       softmax.update(s, rescale);
@@ -373,14 +450,14 @@ struct PrefillSm90 {
       // Tile i: Q K_i^T is issued before P_{i-1} V_{i-1}, so the softmax of tile i runs while
       // the second product is still on the tensor cores.
       for (int i = 1; i < b.n_tiles; ++i) {
-        const int st = i % STAGES, prev = (i - 1) % STAGES;
+        const int st = stage(i), prev = stage(i - 1);
         token_wait(cw);
-        mbar_wait(&sm.bar->k_full[st], (i / STAGES) & 1);
+        mbar_wait(&sm.bar->k_full[st], phase(i));
         fence_operand(o);
         wgmma_fence();
-        issue_qk(s, sm, cw, st);
+        issue_qk(s, qf, sm, cw, st);
         wgmma_commit();
-        mbar_wait(&sm.bar->v_full[prev], ((i - 1) / STAGES) & 1);
+        mbar_wait(&sm.bar->v_full[prev], phase(i - 1));
         issue_pv(o, pf, sm, prev);
         wgmma_commit();
         token_pass(cw);
@@ -396,9 +473,10 @@ struct PrefillSm90 {
         to_operand(s, pf);
       }
 
-      const int last = (b.n_tiles - 1) % STAGES;
+      if constexpr (!kQInRegisters) q_read();
+      const int last = stage(b.n_tiles - 1);
       if (tail_tile(b, tile)) mbar_wait(sm.v_tail(), 0);
-      else mbar_wait(&sm.bar->v_full[last], ((b.n_tiles - 1) / STAGES) & 1);
+      else mbar_wait(&sm.bar->v_full[last], phase(b.n_tiles - 1));
       fence_operand(o);
       wgmma_fence();
       issue_pv(o, pf, sm, last);
@@ -406,6 +484,8 @@ struct PrefillSm90 {
       wgmma_wait<0>();
       fence_operand(o);
       release(&sm.bar->v_empty[last]);
+    } else if constexpr (!kQInRegisters) {
+      q_read();
     }
     // The first warpgroup's opening turn leaves one pass from the last warpgroup unclaimed.
     if (kPingpong && cw == 0) named_barrier_sync(kTokenBarrier, 2 * kWarpgroupThreads);
@@ -426,12 +506,13 @@ struct PrefillSm90 {
   __device__ static void store(const AttentionParams& p, const Block& b, const Smem& sm, int cw, int row0, int col0,
                                const float (&o)[DVN / 8][4], const float (&inv_sum)[2], const float (&lse2)[2]) {
     const int lane = threadIdx.x % 32;
-    named_barrier_sync(kWarpgroupBarrier + cw, kWarpgroupThreads);  // every warp's last Q K^T has read Q
+    // Every warp's last Q K^T has read Q (persistent: every thread has stored the last item's rows).
+    named_barrier_sync(kWarpgroupBarrier + cw, kWarpgroupThreads);
 #pragma unroll
     for (int i = 0; i < DVN / 8; ++i) {  // columns past Dv land in the tile's padding
-      *reinterpret_cast<u32*>(sm.q + OTile::offset(row0, i * 8 + col0)) =
+      *reinterpret_cast<u32*>(sm.o + OTile::offset(row0, i * 8 + col0)) =
           pack2<E>(o[i][0] * inv_sum[0], o[i][1] * inv_sum[0]);
-      *reinterpret_cast<u32*>(sm.q + OTile::offset(row0 + 8, i * 8 + col0)) =
+      *reinterpret_cast<u32*>(sm.o + OTile::offset(row0 + 8, i * 8 + col0)) =
           pack2<E>(o[i][2] * inv_sum[1], o[i][3] * inv_sum[1]);
     }
     if constexpr (T::kLse != LseOut::none) {
@@ -455,7 +536,7 @@ struct PrefillSm90 {
       const int row = cw * 64 + i / kChunks, chunk = i % kChunks;
       if (row < b.rows_here)
         *reinterpret_cast<uint4*>(out + (b.q_begin + b.m0 + row) * p.o_row_stride + chunk * 8) =
-            *reinterpret_cast<const uint4*>(sm.q + OTile::offset(row, chunk * 8));
+            *reinterpret_cast<const uint4*>(sm.o + OTile::offset(row, chunk * 8));
     }
   }
 };

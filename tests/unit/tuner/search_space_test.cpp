@@ -36,9 +36,10 @@ TEST(SearchSpace, PrefillAxes) {
   const auto on_sm80 = config_space(spec_from(), KernelKind::prefill, "sm_80");
   EXPECT_EQ(on_sm80.size(), 18u);  // 3 warps x 3 block_n x 2 stages; no prefill_sm90 off sm_90a
   // sm_90a: prefill_sm90's default first, its space (2 block_m x 4 block_n, one of them the
-  // default, and the default with 3 stages and without ping-pong), then the 18 sm80 points.
+  // default, and the default with 3 stages, without ping-pong and persistent), then the 18 sm80
+  // points.
   const auto configs = config_space(spec_from(), KernelKind::prefill, "sm_90a");
-  EXPECT_EQ(configs.size(), 28u);
+  EXPECT_EQ(configs.size(), 29u);
   EXPECT_EQ(configs.front().family, "prefill_sm90");
   int sm80_points = 0, sm90_points = 0;
   for (const Config& c : configs) {
@@ -57,7 +58,7 @@ TEST(SearchSpace, PrefillAxes) {
     }
   }
   EXPECT_EQ(sm80_points, 18);
-  EXPECT_EQ(sm90_points, 10);
+  EXPECT_EQ(sm90_points, 11);
   const Spec only80 = spec_from("tuning: {families: [prefill_sm80]}\n");
   for (const Config& c : config_space(only80, KernelKind::prefill, "sm_90a")) EXPECT_EQ(c.family, "prefill_sm80");
 }
