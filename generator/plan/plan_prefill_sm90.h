@@ -1,8 +1,9 @@
 // Planning of prefill_sm90 (templates/attnc/families/prefill_sm90.cuh): wgmma + TMA with a producer
 // warpgroup and 2 or 3 consumer warpgroups of 64 rows each. Its Config: block_m = 64 * consumer
 // warpgroups (128 or 192), warps = all warps of the block (block_m / 16 + 4), block_n, stages,
-// pingpong, persistent (contiguous K/V only). It reads contiguous K/V or a paged cache (TMA per page, prefill_sm90_paged.cuh). What it
-// cannot take stays on prefill_sm80, and prefill_sm90_refusal says why.
+// pingpong, persistent (contiguous K/V only). It reads contiguous K/V or a paged cache (TMA per
+// page, prefill_sm90_paged.cuh). What it cannot take stays on prefill_sm80, and
+// prefill_sm90_refusal says why.
 #pragma once
 
 #include <string>

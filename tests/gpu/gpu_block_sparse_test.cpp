@@ -81,13 +81,14 @@ std::vector<SparseCase> cases() {
     out.push_back({"decode_split_" + tag, spec, KernelKind::decode, "decode_split", {}, {1, 100, 777, 1500}, 0});
   }
   const Spec phi3 = sparse_spec(32, 8, 64, 16, 8, 1, 0, 64);
-  // Persistent blocks (the sm_90a default here) walk 2 x 32 x 16 = 1024 items on 132 SMs; the
-  // one-item-per-block kernel again; persistent with two consumer warpgroups (Q in registers).
+  // Persistent blocks of two warpgroups holding Q in registers (the sm_90a default here) walk
+  // 2 x 32 x 24 = 1536 items on 132 SMs; the one-item-per-block kernel again; persistent blocks of
+  // three warpgroups (Q in shared memory).
   out.push_back({"prefill_phi3_small", phi3, KernelKind::prefill, "", {3000, 1100}, {3000, 1100}});
   out.push_back({"prefill_phi3_small_one_item_per_block", phi3, KernelKind::prefill, "", {3000, 1100}, {3000, 1100},
                  1, R"({"persistent":false})"});
-  out.push_back({"prefill_phi3_small_m128_q_in_registers", phi3, KernelKind::prefill, "", {3000, 1100}, {3000, 1100},
-                 1, R"({"block_m":128,"warps":12})"});
+  out.push_back({"prefill_phi3_small_m192_persistent", phi3, KernelKind::prefill, "", {3000, 1100}, {3000, 1100}, 1,
+                 R"({"block_m":192,"warps":16})"});
   out.push_back({"prefill_sm80_phi3_small", phi3, KernelKind::prefill, "prefill_sm80", {1500}, {1500}});
   out.push_back({"decode_phi3_small", phi3, KernelKind::decode, "", {}, {5000, 64, 2049}, 0});
   return out;
@@ -211,11 +212,11 @@ TEST(GpuBlockSparseTiming, Phi3SmallS8192) {
     std::string config_json;
   };
   std::vector<Run> runs = {{"dense_causal_default", dense, ""}, {"sparse_default", sparse, ""}};
-  // The default is persistent (m192n64s2ps); one item per block, 3 stages, 128 rows; dense causal
-  // persistent.
+  // The default is persistent with Q in registers (m128n64s2ps); one item per block, 3 stages,
+  // 192 rows (Q in shared memory) persistent and not; dense causal persistent.
   if (arch == "sm_90a") {
-    for (const char* cfg : {R"({"persistent":false})", R"({"stages":3})", R"({"block_m":128,"warps":12})",
-                            R"({"block_m":128,"warps":12,"persistent":false})"})
+    for (const char* cfg : {R"({"persistent":false})", R"({"stages":3})", R"({"block_m":192,"warps":16})",
+                            R"({"block_m":192,"warps":16,"persistent":false})"})
       runs.push_back({std::string("sparse_") + cfg, sparse, cfg});
     runs.push_back({R"(dense_causal_{"persistent":true})", dense, R"({"persistent":true})"});
   }
