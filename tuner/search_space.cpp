@@ -59,12 +59,12 @@ std::vector<Config> family_space(const Spec& s, KernelKind kind, const Config& b
 }
 
 // prefill_sm90's axes where its planner takes the spec: 2 or 3 consumer warpgroups, block_n, and
-// the default tile again with 3 stages and without ping-pong (the planner and pruning drop what
-// cannot fit).
+// the default tile again with 3 stages, without ping-pong and with persistence flipped (the
+// planner and pruning drop what cannot fit).
 std::vector<Config> sm90_space(const Spec& s, KernelKind kind, const std::string& arch) {
   std::vector<Config> out;
   if (!prefill_sm90_refusal(s, kind, arch).empty()) return out;
-  const Config d = default_prefill_sm90_config(s);
+  const Config d = default_prefill_sm90_config(s, kind);
   for (int m : narrow({128, 192}, s.tuning.block_m))
     for (int n : narrow({64, 96, 128, 176}, s.tuning.block_n))
       for (int st : narrow({2}, s.tuning.stages)) {
@@ -82,6 +82,12 @@ std::vector<Config> sm90_space(const Spec& s, KernelKind kind, const std::string
     c = d;
     c.stages = 3;
     out.push_back(c);
+    // persistent blocks: contiguous K/V only, and not int8's (the planner refuses it unverified)
+    if (kind == KernelKind::prefill && s.quant == QuantMode::none) {
+      c = d;
+      c.persistent = !d.persistent;
+      out.push_back(c);
+    }
   }
   return out;
 }

@@ -10,6 +10,7 @@ std::string Config::short_name() const {
   std::string s = "m" + std::to_string(block_m) + "n" + std::to_string(block_n) + "w" +
                   std::to_string(warps) + "s" + std::to_string(stages);
   if (family == "prefill_sm90" && !pingpong) s += "np";
+  if (family == "prefill_sm90" && persistent) s += "ps";
   return s;
 }
 
@@ -21,6 +22,7 @@ std::string Config::to_json() const {
   j["warps"] = warps;
   j["stages"] = stages;
   if (family == "prefill_sm90") j["pingpong"] = pingpong;
+  if (family == "prefill_sm90" && persistent) j["persistent"] = true;
   return j.dump();
 }
 
@@ -42,9 +44,9 @@ Config Config::from_json(const std::string& text, const Config& base) {
       c.family = it->get<std::string>();
       continue;
     }
-    if (key == "pingpong") {
-      if (!it->is_boolean()) throw std::invalid_argument("config.pingpong: expected true or false");
-      c.pingpong = it->get<bool>();
+    if (key == "pingpong" || key == "persistent") {
+      if (!it->is_boolean()) throw std::invalid_argument("config." + key + ": expected true or false");
+      (key == "pingpong" ? c.pingpong : c.persistent) = it->get<bool>();
       continue;
     }
     int* field = key == "block_m"  ? &c.block_m
@@ -54,7 +56,7 @@ Config Config::from_json(const std::string& text, const Config& base) {
                                     : nullptr;
     if (!field)
       throw std::invalid_argument("config." + key +
-                                  ": unknown field; allowed: family, block_m, block_n, warps, stages, pingpong");
+                                  ": unknown field; allowed: family, block_m, block_n, warps, stages, pingpong, persistent");
     if (!it->is_number_integer()) throw std::invalid_argument("config." + key + ": expected an integer");
     *field = it->get<int>();
   }

@@ -1,6 +1,6 @@
 // A Config is what the tuner may change without changing the result and what is compiled in:
 // template family, tiles, warps, pipeline stages, and for prefill_sm90 the ping-pong of its
-// consumer warpgroups. The split-KV count is per call
+// consumer warpgroups and whether its blocks are persistent. The split-KV count is per call
 // (generator/split_kv.h; a tuning record keeps it beside the Config as TunedChoice::num_splits).
 #pragma once
 
@@ -15,10 +15,13 @@ struct Config {
   int warps = 8;
   int stages = 2;
   bool pingpong = true;  // prefill_sm90: consumer warpgroups take turns issuing their GEMMs
+  // prefill_sm90: one block per SM walks several (q tile, head, request) items, loading the next
+  // item's Q and K/V while it stores the last one's output (docs/kernels-block-sparse.md).
+  bool persistent = false;
 
-  // "m128n64w8s2" (+ "np" for prefill_sm90 without ping-pong): short, stable, used in kernel
-  // names. JSON names pingpong only for prefill_sm90, so other families' configs (and their
-  // records) read as before.
+  // "m128n64w8s2" (+ "np" for prefill_sm90 without ping-pong, + "ps" persistent): short, stable,
+  // used in kernel names. JSON names pingpong and persistent only for prefill_sm90 (persistent only
+  // when set), so other families' configs (and their records) read as before.
   std::string short_name() const;
   std::string to_json() const;
   // Fields present in `json` override `base`; throws std::invalid_argument naming the field.

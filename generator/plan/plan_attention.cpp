@@ -185,14 +185,14 @@ Config default_attention_config(const Spec& s, KernelKind kind, const std::strin
   // On sm_90a prefill is prefill_sm90 wherever its planner takes the spec and the spec's
   // tuning.families allows it.
   if (kind != KernelKind::decode && allowed(kPrefillSm90) && prefill_sm90_refusal(s, kind, arch).empty())
-    return default_prefill_sm90_config(s);
+    return default_prefill_sm90_config(s, kind);
   return default_family_config(s, kind, arch, attention_families(kind).back());
 }
 
 Config default_family_config(const Spec& s, KernelKind kind, const std::string& arch, const std::string& family) {
   const ArchInfo info = arch_info(arch);
   if (family == "decode_bw") return default_decode_bw_config(s, info);
-  if (family == kPrefillSm90) return default_prefill_sm90_config(s);
+  if (family == kPrefillSm90) return default_prefill_sm90_config(s, kind);
   if (family == kMlaDecode) return default_mla_decode_config(s);
   Config c;
   c.family = family;
@@ -220,6 +220,8 @@ KernelPlan plan_attention_kernel(const Spec& s, KernelKind kind, const Config& c
   if (c.family == "decode_bw") check_decode_bw(s);
   if (reads_fp8(s, kind)) check_fp8(s, c, info);
   const bool sm90 = c.family == kPrefillSm90;
+  if (c.persistent && !sm90)
+    throw BadConfig("persistent blocks are prefill_sm90's (sm_90a prefill); family '" + c.family + "' has none");
   if (!sm90 && !mla) check_config(s, kind, c, info);
 
   KernelPlan p = base_plan(s, kind, c, arch);

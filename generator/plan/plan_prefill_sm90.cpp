@@ -31,6 +31,12 @@ void check_config(const Spec& s, KernelKind kind, const Config& c, const ArchInf
     throw BadConfig("warps " + std::to_string(c.warps) + " with block_m " + std::to_string(c.block_m) +
                     "; prefill_sm90 runs block_m / 16 consumer warps and a producer warpgroup, so warps must be " +
                     std::to_string(c.block_m / 16 + 4));
+  if (c.persistent && kind != KernelKind::prefill)
+    throw BadConfig(std::string("persistent prefill_sm90 blocks read contiguous K/V; a ") + to_string(kind) +
+                    " kernel runs one block per item (persistent: false)");
+  if (c.persistent && s.quant != QuantMode::none)
+    throw BadConfig(std::string("persistent prefill_sm90 blocks are not verified with int8 Q/K (quant ") +
+                    to_string(s.quant) + "): int8 runs one block per item (persistent: false)");
   check_key_tiles(c, prefill_sm90_smem_bytes(s, c, kind), arch, 4);
 }
 
@@ -51,18 +57,21 @@ std::string prefill_sm90_refusal(const Spec& s, KernelKind kind, const std::stri
   return "";
 }
 
-Config default_prefill_sm90_config(const Spec& s) {
+Config default_prefill_sm90_config(const Spec& s, KernelKind kind) {
   Config c;
   c.family = kPrefillSm90;
   const int d = std::max(s.head_dim, s.head_dim_v);  // 3 x 64 rows only where O and S stay small
   // Block-sparse: key tiles of one sparse block (64..128 keys), so a vertical block costs one tile;
   // its blocks see few tiles, so 3 x 64 rows per block where S stays small (m192n64: 5 % faster
-  // than m128n64 on Phi-3-small, docs/kernels-block-sparse.md).
+  // than m128n64 on Phi-3-small, docs/kernels-block-sparse.md), but contiguous prefill at d <= 128
+  // runs persistent blocks of 2 x 64 rows, which keep Q in registers (Q K^T of 64-key tiles then
+  // reads only K from shared memory): m128n64 persistent 0.421 ms, m192n64 persistent 0.427.
   c.block_n = s.sparse.enabled ? std::clamp(s.sparse.block_size, 64, 128) : 128;
   c.block_m = d <= 64 || (s.sparse.enabled && d <= 128 && c.block_n <= 64) ? 192 : 128;
   // int8: the s32 scores' conversion and scaling add registers that spill at 3 x 64 rows (d64
   // with sqrt-ALiBi and LSE: 212 bytes), so 2 x 64.
   if (s.quant == QuantMode::int8_qk || s.quant == QuantMode::int8_qkv) c.block_m = 128;
+  if (s.sparse.enabled && kind == KernelKind::prefill && d <= 128 && c.block_n <= 64) c.block_m = 128;
   c.warps = c.block_m / 16 + 4;
   c.stages = 2;
   c.pingpong = true;
@@ -73,21 +82,31 @@ Config default_prefill_sm90_config(const Spec& s) {
   // (n128 spills 60 bytes with window, softcap, sqrt-ALiBi and LSE), 64 at d256 (n96 and n80 spill
   // 36 and 8 bytes with sqrt-ALiBi and LSE).
   if (s.quant != QuantMode::none && d > 128) c.block_n = std::min(c.block_n, d > 192 ? 64 : 112);
+  // Block-sparse contiguous prefill: persistent blocks, where the output tile fits beside the
+  // others (they hide each item's Q load and pipeline fill: -2 % at m128n64; and hold Q in
+  // registers at 2 x 64 rows and d <= 128: -6 % more). Not int8's (check_config says why).
+  Config p = c;
+  p.persistent = true;
+  c.persistent = s.sparse.enabled && kind == KernelKind::prefill && s.quant == QuantMode::none &&
+                 prefill_sm90_smem_bytes(s, p, kind) <= limit;
   return c;
 }
 
 int prefill_sm90_smem_bytes(const Spec& s, const Config& c, KernelKind kind) {
-  // Columns in 2-byte units: an int8 Q/K row of D bytes is D / 2 of them. The output is staged
-  // over the Q tile's space, which is the larger of the two.
+  // Columns in 2-byte units: an int8 Q/K row of D bytes is D / 2 of them. One block per item
+  // stages the output over the Q tile's space, which is the larger of the two; a persistent block
+  // keeps its output in a tile of its own (the next item's Q lands while it is stored).
   const int int8_pairs = s.quant == QuantMode::none ? 1 : 2;
   const int dq = 64 * blocks64(s.head_dim / int8_pairs), dv = 64 * blocks64(s.head_dim_v);
-  const int barriers = 8 * (1 + 4 * c.stages + (kind == KernelKind::prefill_paged ? 1 : 0));
+  const int barriers = 8 * (1 + 4 * c.stages + (kind == KernelKind::prefill_paged ? 1 : 0) + (c.persistent ? 1 : 0));
+  const int q_tile = c.block_m * (c.persistent ? dq : std::max(dq, dv));
+  const int o_tile = c.persistent ? c.block_m * dv : 0;
   const int key_scales = int8_pairs == 2 ? 4 * c.stages * c.block_n : 0;  // int8: a ring of fp32 key scales
   // int8_qkv: the raw int8 V ring (TMA lands it, the producer widens it into the V ring) and its
   // raw_full / raw_empty barriers.
   const bool qkv = s.quant == QuantMode::int8_qkv;
   const int raw_v = qkv ? 2 * c.stages * c.block_n * 64 * blocks64(s.head_dim_v / 2) + 16 * c.stages : 0;
-  return 1024 + 2 * (c.block_m * std::max(dq, dv) + c.stages * c.block_n * (dq + dv)) + key_scales + raw_v + barriers;
+  return 1024 + 2 * (q_tile + c.stages * c.block_n * (dq + dv) + o_tile) + key_scales + raw_v + barriers;
 }
 
 void plan_prefill_sm90(const Spec& s, KernelKind kind, const Config& c, const ArchInfo& arch, KernelPlan& p) {

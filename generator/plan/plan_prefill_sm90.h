@@ -1,8 +1,9 @@
 // Planning of prefill_sm90 (templates/attnc/families/prefill_sm90.cuh): wgmma + TMA with a producer
 // warpgroup and 2 or 3 consumer warpgroups of 64 rows each. Its Config: block_m = 64 * consumer
 // warpgroups (128 or 192), warps = all warps of the block (block_m / 16 + 4), block_n, stages,
-// pingpong. It reads contiguous K/V or a paged cache (TMA per page, prefill_sm90_paged.cuh). What it
-// cannot take stays on prefill_sm80, and prefill_sm90_refusal says why.
+// pingpong, persistent (contiguous K/V only). It reads contiguous K/V or a paged cache (TMA per
+// page, prefill_sm90_paged.cuh). What it cannot take stays on prefill_sm80, and
+// prefill_sm90_refusal says why.
 #pragma once
 
 #include <string>
@@ -19,11 +20,14 @@ std::string prefill_sm90_refusal(const Spec&, KernelKind, const std::string& arc
 
 // The default tiles: 3 x 64 rows at d <= 64, 2 x 64 above; block_n 128, narrowed in steps of 16
 // until two stages fit shared memory (112 at d192, 80 at d256). FlashAttention-3's 176 for
-// unmasked d128 measured slower on the H200 (docs/kernels-prefill-sm90.md).
-Config default_prefill_sm90_config(const Spec&);
+// unmasked d128 measured slower on the H200 (docs/kernels-prefill-sm90.md). Block-sparse
+// contiguous prefill runs persistent blocks, of 2 x 64 rows at d <= 128 (Q in registers;
+// docs/kernels-block-sparse.md).
+Config default_prefill_sm90_config(const Spec&, KernelKind);
 
-// Shared memory of a config: the Q tile, `stages` K and V tiles (rows padded to 64 columns), the
-// barriers (one more when paged) and 1 KiB to align the tiles.
+// Shared memory of a config: the Q tile, `stages` K and V tiles (rows padded to 64 columns), an
+// output tile when persistent, the barriers (one more when paged, one more when persistent) and
+// 1 KiB to align the tiles.
 int prefill_sm90_smem_bytes(const Spec&, const Config&, KernelKind);
 
 // Throws NotSupportedYet (prefill_sm90_refusal) or BadConfig; fills the sm90 fields of `p`.

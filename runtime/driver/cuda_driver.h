@@ -69,7 +69,8 @@ namespace attnc {
   X(TensorMapEncodeTiled, (CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*, \
                            const cuuint64_t*, const cuuint32_t*, const cuuint32_t*,             \
                            CUtensorMapInterleave, CUtensorMapSwizzle, CUtensorMapL2promotion,   \
-                           CUtensorMapFloatOOBfill))
+                           CUtensorMapFloatOOBfill))                                      \
+  X(CtxGetDevice, (CUdevice*))
 
 struct DriverApi {
 #define ATTNC_DECLARE_ENTRY(name, params) CUresult(*name) params = nullptr;

@@ -61,6 +61,10 @@ Kernel Module::kernel(const std::string& entry, int dynamic_smem_bytes) const {
   cu_check(api.ModuleGetFunction(&f, module_, entry.c_str()), ("cuModuleGetFunction(" + entry + ")").c_str());
   Kernel k(&api, f, entry);
   k.reserve_dynamic_smem(dynamic_smem_bytes);
+  CUdevice device = 0;
+  cu_check(api.CtxGetDevice(&device), "cuCtxGetDevice");
+  cu_check(api.DeviceGetAttribute(&k.sm_count_, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, device),
+           "cuDeviceGetAttribute(MULTIPROCESSOR_COUNT)");
   return k;
 }
 

@@ -26,6 +26,8 @@ class Kernel {
   // once per function; below that this does nothing.
   void reserve_dynamic_smem(int bytes);
   int attribute(CUfunction_attribute which) const;  // e.g. CU_FUNC_ATTRIBUTE_NUM_REGS
+  // SMs of the device whose context the module was loaded into (persistent kernels' grid).
+  int sm_count() const { return sm_count_; }
 
   // Enqueues the kernel with its one parameter, the params struct at `params`; the driver copies
   // the struct at the call, so it may be a local. Throws std::invalid_argument when smem_bytes
@@ -42,6 +44,7 @@ class Kernel {
   CUfunction function_;
   std::string entry_;
   int max_dynamic_smem_ = kDefaultMaxDynamicSmem;
+  int sm_count_ = 0;
 };
 
 class Module {

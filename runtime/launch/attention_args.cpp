@@ -394,6 +394,7 @@ AttentionLaunch prepare_attention(const KernelPlan& plan, const AttentionArgs& a
   l.block.x = unsigned(plan.threads);
   l.smem_bytes = plan.smem_bytes;
   if (is_prefill_sm90(plan)) set_tensor_maps(l, plan, a);
+  l.persistent = is_prefill_sm90(plan) && plan.config.persistent;
   if (mla) set_latent_cache_map(l, plan, a);
   if (splits > 1) {
     l.combine = true;  // total_q >= 1 here, so the combine grid is not empty

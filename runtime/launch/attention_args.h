@@ -132,7 +132,19 @@ struct AttentionLaunch {
   int smem_bytes = 0;
   bool combine = false;
   GridDims combine_grid, combine_block;
+  // prefill_sm90 persistent: `grid` counts the items; the launch runs min(items, SMs) blocks in one
+  // line (persistent_grid), each walking its rounds of items.
+  bool persistent = false;
 };
+
+// (The kernel reads any grid as one line: with the SM count unknown, one block per item.)
+inline GridDims persistent_grid(const GridDims& items, int sm_count) {
+  const unsigned long long n = (unsigned long long)items.x * items.y * items.z;
+  if (sm_count <= 0 || n <= (unsigned long long)sm_count) return items;
+  GridDims g;
+  g.x = unsigned(sm_count);
+  return g;
+}
 
 // Checks every argument and builds the launch; args.num_splits is a decided count >= 1.
 AttentionLaunch prepare_attention(const KernelPlan&, const AttentionArgs&);  // throws BadCall

@@ -8,7 +8,8 @@ void launch_attention(const Kernel& kernel, const Kernel* combine, const Attenti
                   " parts but no combine kernel (<entry>_combine) was given");
   if (l.tensor_maps) {
     void* args[] = {const_cast<AttentionParams*>(&l.params), const_cast<AttentionTensorMaps*>(&l.maps)};
-    kernel.launch_args(l.grid, l.block, l.smem_bytes, stream, args);
+    kernel.launch_args(l.persistent ? persistent_grid(l.grid, kernel.sm_count()) : l.grid, l.block, l.smem_bytes,
+                       stream, args);
   } else {
     kernel.launch(l.grid, l.block, l.smem_bytes, stream, &l.params);
   }

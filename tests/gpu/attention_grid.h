@@ -2,7 +2,8 @@
 // layout, page-table form, page size, splits, ...) gpu_attention_grid_test runs. Decode cases run
 // on the arch's default family (decode_bw on sm_90) and again on decode_split (`_decode_split`);
 // prefill cases (contiguous, and paged over a 16-bit cache) on prefill_sm80 and again on
-// prefill_sm90 (`sm90_`, skipped off sm_90a).
+// prefill_sm90 (`sm90_`, skipped off sm_90a), contiguous prefill a third time on prefill_sm90 with
+// persistent blocks (`sm90p_`, where the output tile fits beside the others).
 // Not the full cartesian product: every value of every axis appears, and the pairs that interact
 // (layout x form, layout x page size, form x column offset, decode variant x splits, features x
 // kinds) are covered by rotating the runtime axes over the cases; attention_grid_coverage_test
@@ -15,6 +16,7 @@
 
 #include "generator/plan/plan.h"
 #include "generator/plan/plan_attention.h"
+#include "generator/plan/plan_prefill_sm90.h"
 #include "check/attention_check.h"
 
 namespace attnc::grid {
@@ -26,13 +28,16 @@ struct GridCase {
   AttentionCase call;
   bool decode_multi = false;  // decode with cu_query_lens
   std::string family;         // "": the arch's default config; else that family's default tiles
+  bool persistent = false;    // prefill_sm90 with persistent blocks
 };
 
 // The config a case compiles: the arch's default, or the named family's (decode_split twins of the
 // decode cases keep that family tested where decode_bw is the default; prefill names both of its).
 inline Config grid_config(const GridCase& c, const std::string& arch) {
-  return c.family.empty() ? default_config(c.spec, c.kind, arch)
-                          : default_family_config(c.spec, c.kind, arch, c.family);
+  Config config = c.family.empty() ? default_config(c.spec, c.kind, arch)
+                                   : default_family_config(c.spec, c.kind, arch, c.family);
+  if (c.persistent) config.persistent = true;
+  return config;
 }
 
 // One spec and the kinds it is compiled as.
@@ -368,6 +373,16 @@ inline std::vector<GridCase> attention_grid() {
       GridCase c = out[i];
       c.family = "prefill_sm90";
       c.name = "sm90_" + c.name;
+      Config persistent = default_family_config(c.spec, c.kind, "sm_90a", "prefill_sm90");
+      persistent.persistent = true;
+      // Where O fits too; not int8 (the planner refuses persistent int8, unverified on a GPU).
+      if (c.kind == KernelKind::prefill && c.spec.quant == QuantMode::none &&
+          prefill_sm90_smem_bytes(c.spec, persistent, c.kind) <= arch_info("sm_90a").max_smem_per_block) {
+        GridCase p = c;
+        p.persistent = true;
+        p.name = "sm90p_" + out[i].name;
+        out.push_back(std::move(p));
+      }
       out.push_back(std::move(c));
     }
   return out;

@@ -34,6 +34,7 @@ struct SparseCase {
   std::string family;  // "": the arch's default
   std::vector<int> lq, lk;
   int num_splits = 1;
+  std::string config_json;  // sm_90a only: overrides of the default config
 };
 
 void PrintTo(const SparseCase& c, std::ostream* os) { *os << c.name; }
@@ -80,13 +81,21 @@ std::vector<SparseCase> cases() {
     out.push_back({"decode_split_" + tag, spec, KernelKind::decode, "decode_split", {}, {1, 100, 777, 1500}, 0});
   }
   const Spec phi3 = sparse_spec(32, 8, 64, 16, 8, 1, 0, 64);
+  // Persistent blocks of two warpgroups holding Q in registers (the sm_90a default here) walk
+  // 2 x 32 x 24 = 1536 items on 132 SMs; the one-item-per-block kernel again; persistent blocks of
+  // three warpgroups (Q in shared memory).
   out.push_back({"prefill_phi3_small", phi3, KernelKind::prefill, "", {3000, 1100}, {3000, 1100}});
+  out.push_back({"prefill_phi3_small_one_item_per_block", phi3, KernelKind::prefill, "", {3000, 1100}, {3000, 1100},
+                 1, R"({"persistent":false})"});
+  out.push_back({"prefill_phi3_small_m192_persistent", phi3, KernelKind::prefill, "", {3000, 1100}, {3000, 1100}, 1,
+                 R"({"block_m":192,"warps":16})"});
   out.push_back({"prefill_sm80_phi3_small", phi3, KernelKind::prefill, "prefill_sm80", {1500}, {1500}});
   out.push_back({"decode_phi3_small", phi3, KernelKind::decode, "", {}, {5000, 64, 2049}, 0});
   return out;
 }
 
 Config config_of(const SparseCase& c, const std::string& arch) {
+  if (!c.config_json.empty() && arch == "sm_90a") return config_for(c.spec, c.kind, arch, c.config_json);
   return c.family.empty() ? default_config(c.spec, c.kind, arch)
                           : default_family_config(c.spec, c.kind, arch, c.family);
 }
@@ -203,10 +212,14 @@ TEST(GpuBlockSparseTiming, Phi3SmallS8192) {
     std::string config_json;
   };
   std::vector<Run> runs = {{"dense_causal_default", dense, ""}, {"sparse_default", sparse, ""}};
-  if (arch == "sm_90a")
-    for (const char* cfg : {R"({"block_n":64,"stages":3})", R"({"block_n":64,"stages":4})",
-                            R"({"block_m":128,"warps":12,"block_n":64,"stages":2})", R"({"block_n":128})"})
+  // The default is persistent with Q in registers (m128n64s2ps); one item per block, 3 stages,
+  // 192 rows (Q in shared memory) persistent and not; dense causal persistent.
+  if (arch == "sm_90a") {
+    for (const char* cfg : {R"({"persistent":false})", R"({"stages":3})", R"({"block_m":192,"warps":16})",
+                            R"({"block_m":192,"warps":16,"persistent":false})"})
       runs.push_back({std::string("sparse_") + cfg, sparse, cfg});
+    runs.push_back({R"(dense_causal_{"persistent":true})", dense, R"({"persistent":true})"});
+  }
   std::vector<KernelSource> sources;
   std::vector<KernelPlan> plans;
   for (const Run& r : runs) {

@@ -138,6 +138,17 @@ std::vector<Case> cases() {
                  kRaggedQ, kRaggedK});
   out.push_back({"sm90_bf16_d64_nomask_m128w12n176", make_spec(DType::bf16, 64, 8, 2, kNoMask),
                  R"({"family":"prefill_sm90","block_m":128,"warps":12,"block_n":176})", kRaggedQ, kRaggedK});
+  // Persistent blocks with several items each (4 requests x 8 heads x 20 q tiles of 128 = 640 items
+  // on 132 SMs), so the K/V rings and the Q barriers run on across items; the requests shorter than
+  // the longest leave items with no rows, and the one with fewer keys than queries (causal) items
+  // with no key tiles.
+  const std::vector<int> long_q{2500, 1, 900, 700}, long_k{2500, 40, 1300, 300};
+  out.push_back({"sm90_bf16_d128_persistent_causal", d128, R"({"family":"prefill_sm90","persistent":true})", long_q,
+                 long_k});
+  out.push_back({"sm90_fp16_d64_persistent_nomask_m192", make_spec(DType::fp16, 64, 8, 2, kNoMask),
+                 R"({"family":"prefill_sm90","block_m":192,"warps":16,"persistent":true})", long_q, long_k});
+  out.push_back({"sm90_bf16_d128_persistent_window_no_pingpong", make_spec(DType::bf16, 128, 8, 2, {MaskKind::sliding_window, 200, 0}),
+                 R"({"family":"prefill_sm90","persistent":true,"pingpong":false,"block_n":64,"stages":3})", long_q, long_k});
   return out;
 }
 

@@ -25,12 +25,18 @@
 // page (or part of a page), and the last tile's V rows past the request's end are zeroed before
 // the consumers read it (barrier v_tail).
 //
+// Work order (core/work_order.cuh): causal items run longest first. Persistent blocks (kPersistent,
+// one per SM, contiguous K/V) walk several items: the K/V rings run on across items, the output is
+// staged in its own tile, and the consumers hand Q back (barrier q_empty) once their last Q K^T has
+// read it, so the producer loads the next item's Q and first K/V tiles while the consumers finish
+// and store this one.
+//
 // Traits (written by the emitter) supply:
 //   Element (bf16_t | fp16_t), kHeadDim, kHeadDimV (multiples of 8, <= 256, Dv's 64-column blocks
 //   no more than D's), kGroup, kBlockM (= 64 * kConsumerWarpgroups), kBlockN, kStages,
 //   kConsumerWarpgroups (2 or 3), kPingpong, kMask (MaskKind), kSoftcap, kAlibi (Alibi), kSinks,
-//   kLse (LseOut), kPaged; int8 kernels also kInt8 (Q·Kᵀ on s8 wgmma; int8_qkv's V widened by the
-//   producer: prefill_sm90_int8.cuh).
+//   kLse (LseOut), kPaged, kPersistent; int8 kernels also kInt8 (Q·Kᵀ on s8 wgmma; int8_qkv's V
+//   widened by the producer: prefill_sm90_int8.cuh).
 #pragma once
 
 #include "attnc/features/alibi.cuh"
@@ -45,6 +51,7 @@
 #include "attnc/families/prefill_sm90_paged.cuh"
 #include "attnc/params/params.h"
 #include "attnc/core/ptx.cuh"
+#include "attnc/core/work_order.cuh"
 #include "attnc/sm90/mbarrier.cuh"
 #include "attnc/sm90/tma.cuh"
 #include "attnc/sm90/warpgroup.cuh"
@@ -63,6 +70,8 @@ struct PrefillSm90 {
   static constexpr int kThreads = (W + 1) * kWarpgroupThreads;
   static constexpr bool kPingpong = T::kPingpong && W > 1;
   static constexpr bool kPaged = T::kPaged;
+  static constexpr bool kPersistent = T::kPersistent;
+  static_assert(!(kPersistent && kPaged), "persistent blocks read contiguous K/V");
   // Registers per thread after setmaxnreg: the producer keeps few, the consumers take the rest of
   // what the block was launched with (kLaunchRegs: setmaxnreg.inc draws on the block's own
   // registers, so a sum above it never completes). The paged producer warp holds its boxes' pages
@@ -82,12 +91,17 @@ struct PrefillSm90 {
 
   using Int8 = PrefillInt8<T, BN, D, STAGES>;  // int8 Q and K: tiles of D bytes per row
   static_assert(!(Int8::kOn && kPaged), "int8 Q/K over contiguous K only (the planner keeps paged int8 on prefill_sm80)");
+  static_assert(!(Int8::kOn && kPersistent),
+                "persistent int8 blocks are not verified on a GPU (the planner refuses persistent for int8)");
   using PE = typename conditional<Int8::kWidenV, fp16_t, E>::type;  // P·V's element type: fp16 over widened V
   using QTile = SwizzledTile<BM, Int8::kQkCols>;
   using KTile = SwizzledTile<BN, Int8::kQkCols>;
   using VTile = SwizzledTile<BN, DV>;
-  using OTile = SwizzledTile<BM, DV>;  // staged over the Q tile's space, which is made to fit it
+  // The output is staged over the Q tile's space, which is made to fit it (persistent: in a tile of
+  // its own, after the others).
+  using OTile = SwizzledTile<BM, DV>;
   static constexpr int kQBytes = QTile::kBytes > OTile::kBytes ? QTile::kBytes : OTile::kBytes;
+  using Order = WorkOrder<T::kMask == MaskKind::causal>;
 
   using Sparse = typename SparseOf<T>::type;
   // The key tiles a block visits, in order: all of the mask's range, or the visible ones.
@@ -102,18 +116,19 @@ struct PrefillSm90 {
   using TileList = typename TileListOf<Sparse>::type;
 
   // Shared memory: Q, the K ring, the V ring, (int8_qkv) the raw V ring, (int8) the key-scale ring,
-  // then the barriers; 1 KiB of slack aligns the tiles.
+  // (persistent) O, then the barriers; 1 KiB of slack aligns the tiles.
   struct Barriers {
     u64 q_full;
     u64 k_full[STAGES], k_empty[STAGES], v_full[STAGES], v_empty[STAGES];
   };
   using RawVTile = typename Int8::template RawVTile<DV>;  // int8_qkv: raw V before widening
-  static constexpr int kTileBytes =
-      kQBytes + STAGES * (KTile::kBytes + VTile::kBytes) + Int8::template kRawVBytes<DV> + Int8::kScaleBytes;
-  // Paged: one more barrier after them, v_tail (the last V tile with its rows past the end zeroed);
-  // int8_qkv: raw_full and raw_empty.
+  static constexpr int kTileBytes = kQBytes + STAGES * (KTile::kBytes + VTile::kBytes) +
+                                    Int8::template kRawVBytes<DV> + Int8::kScaleBytes +
+                                    (kPersistent ? OTile::kBytes : 0);
+  // One more barrier after them: paged, v_tail (the last V tile with its rows past the end zeroed);
+  // persistent, q_empty (the consumers are done with Q). int8_qkv: raw_full and raw_empty.
   static constexpr int kSmemBytes =
-      1024 + kTileBytes + int(sizeof(Barriers)) + (kPaged ? 8 : 0) + Int8::kRawBarrierBytes;
+      1024 + kTileBytes + int(sizeof(Barriers)) + (kPaged || kPersistent ? 8 : 0) + Int8::kRawBarrierBytes;
 
   // Named barriers: 0 is __syncthreads; 1..W pass the GEMM-issue token; W+1..2W are each consumer
   // warpgroup's own.
@@ -123,8 +138,10 @@ struct PrefillSm90 {
     u16* q;
     u16* k;
     u16* v;
+    u16* o;  // the output's staging tile: q, or (persistent) its own
     Barriers* bar;
-    __device__ u64* v_tail() const { return reinterpret_cast<u64*>(bar + 1); }
+    __device__ u64* v_tail() const { return reinterpret_cast<u64*>(bar + 1); }   // paged
+    __device__ u64* q_empty() const { return reinterpret_cast<u64*>(bar + 1); }  // persistent (never paged)
     __device__ u16* k_stage(int s) const { return k + s * KTile::kElems; }
     __device__ u16* v_stage(int s) const { return v + s * VTile::kElems; }
     // int8_qkv: stage s of the raw V ring, after the V ring; int8: the key-scale ring after that.
@@ -143,12 +160,17 @@ struct PrefillSm90 {
     TileList tiles;  // which: tile t holds keys [t * BN, t * BN + BN)
   };
 
-  __device__ static bool setup(const AttentionParams& p, Block& b) {
-    b.seq = blockIdx.z;
-    b.head = blockIdx.y;
+  // Where a block is in its walk over items: key tiles visited (the K/V rings' position) and items
+  // computed (the phase of the Q barriers), both counted over the block's earlier items.
+  struct Progress {
+    int tiles, items;
+  };
+
+  __device__ static bool setup(const AttentionParams& p, const WorkItem& item, Block& b) {
+    b.seq = item.seq;
+    b.head = item.head;
     b.kv_head = b.head / T::kGroup;
-    // Causal blocks further down see more keys: run them first.
-    const int m_block = T::kMask == MaskKind::causal ? gridDim.x - 1 - blockIdx.x : blockIdx.x;
+    const int m_block = item.m_block;
     b.q_begin = p.cu_seqlens_q[b.seq];
     b.sq = p.cu_seqlens_q[b.seq + 1] - b.q_begin;
     if constexpr (kPaged) {
@@ -172,12 +194,34 @@ struct PrefillSm90 {
     return true;
   }
 
-  __device__ static void run(const AttentionParams& p, const AttentionTensorMaps& maps, unsigned char* smem_raw) {
+  // f(block, progress) for each item of this block: its one item (a grid of tiles x heads x
+  // requests), or (persistent) its rounds over all items.
+  template <class F>
+  __device__ static void for_each_item(const AttentionParams& p, F&& f) {
+    Progress pr{0, 0};
     Block b;
-    if (!setup(p, b)) return;
+    if constexpr (kPersistent) {
+      const Order order{max(1, (p.max_seqlen_q + BM - 1) / BM), p.num_q_heads, p.batch};
+      const int c = linear_block_index(), g = grid_blocks(), n = order.count();
+      for (int r = 0;; ++r) {
+        const int w = Order::persistent_item(r, c, g);
+        if (w >= n) break;  // later rounds' items are further still
+        if (!setup(p, order.at(w), b)) continue;
+        f(b, pr);
+        pr.tiles += b.n_tiles;
+        ++pr.items;
+      }
+    } else {
+      const Order order{int(gridDim.x), int(gridDim.y), int(gridDim.z)};
+      if (setup(p, order.at(linear_block_index()), b)) f(b, pr);
+    }
+  }
 
+  __device__ static void run(const AttentionParams& p, const AttentionTensorMaps& maps, unsigned char* smem_raw) {
     u16* tiles = reinterpret_cast<u16*>(tma_aligned_smem(smem_raw));
-    Smem sm{tiles, tiles + kQBytes / 2, tiles + kQBytes / 2 + STAGES * KTile::kElems,
+    u16* const kv = tiles + kQBytes / 2;
+    u16* const o = kPersistent ? tiles + (kTileBytes - OTile::kBytes) / 2 : tiles;  // the last tile
+    Smem sm{tiles, kv, kv + STAGES * KTile::kElems, o,
             reinterpret_cast<Barriers*>(reinterpret_cast<unsigned char*>(tiles) + kTileBytes)};
     if (threadIdx.x == 0) {
       mbar_init(&sm.bar->q_full, 1);
@@ -193,6 +237,7 @@ struct PrefillSm90 {
           mbar_init(sm.raw_full(s), 1);
           mbar_init(sm.raw_empty(s), Int8::kWidenWarps);
         }
+      if constexpr (kPersistent) mbar_init(sm.q_empty(), 4 * W);
       mbar_fence_init();
     }
     __syncthreads();
@@ -201,17 +246,21 @@ struct PrefillSm90 {
     if (wg == 0) {
       warpgroup_reg_dealloc<kProducerRegs>();
       if constexpr (kPaged) {
-        if (threadIdx.x < 32) load_paged(p, maps, b, sm);
+        if (threadIdx.x < 32) for_each_item(p, [&](const Block& b, const Progress&) { load_paged(p, maps, b, sm); });
       } else {
-        if (threadIdx.x == 0) load(maps, b, sm);
+        if (threadIdx.x == 0) for_each_item(p, [&](const Block& b, const Progress& pr) { load(maps, b, sm, pr); });
         if constexpr (Int8::kOn)
-          if (threadIdx.x / 32 == 1) load_key_scales(p, b, sm);
+          if (threadIdx.x / 32 == 1)
+            for_each_item(p, [&](const Block& b, const Progress& pr) { load_key_scales(p, b, sm, pr); });
         if constexpr (Int8::kWidenV)
-          if (threadIdx.x / 32 >= 2) widen_values(b, sm, threadIdx.x / 32 - 2);
+          if (threadIdx.x / 32 >= 2) {
+            const int w = threadIdx.x / 32 - 2;
+            for_each_item(p, [&](const Block& b, const Progress& pr) { widen_values(b, sm, w, pr); });
+          }
       }
     } else {
       warpgroup_reg_alloc<kConsumerRegs>();
-      compute(p, b, sm, wg - 1);
+      for_each_item(p, [&](const Block& b, const Progress& pr) { compute(p, b, sm, wg - 1, pr); });
     }
   }
 
@@ -235,13 +284,14 @@ struct PrefillSm90 {
       tma_load_3d(sm.q + c * BM * 64, &maps.q, &sm.bar->q_full, c * 64, b.head, b.q_begin + b.m0);
   }
 
-  __device__ static void load(const AttentionTensorMaps& maps, const Block& b, const Smem& sm) {
+  __device__ static void load(const AttentionTensorMaps& maps, const Block& b, const Smem& sm, const Progress& pr) {
+    if constexpr (kPersistent) mbar_wait(sm.q_empty(), (pr.items & 1) ^ 1);  // the last item's Q is read
     load_q(maps, b, sm);
 
     auto load_tile = [&](const TmaDescriptor* map, u16* dst, u64* full, u64* empty, int blocks, int tile_elems,
                          int tile_bytes, int rows, int i, int tile) {
-      const int s = i % STAGES;
-      mbar_wait(&empty[s], ((i / STAGES) & 1) ^ 1);  // the consumers have released this stage
+      const int j = pr.tiles + i, s = j % STAGES;  // the rings run on across a block's items
+      mbar_wait(&empty[s], ((j / STAGES) & 1) ^ 1);  // the consumers have released this stage
       mbar_arrive_expect_tx(&full[s], tile_bytes);
       const int row = b.k_begin + tile * BN;
       for (int c = 0; c < blocks; ++c)
@@ -268,22 +318,24 @@ struct PrefillSm90 {
     }
   }
 
-  // int8: the key scales of each K tile, by the producer's second warp, into the stage K uses.
-  __device__ static void load_key_scales(const AttentionParams& p, const Block& b, const Smem& sm) {
+  // int8: the key scales of each K tile, by the producer's second warp, into the stage K uses (the
+  // rings' position j runs on across a block's items, as load()'s does).
+  __device__ static void load_key_scales(const AttentionParams& p, const Block& b, const Smem& sm, const Progress& pr) {
     int tile = 0;
     for (int i = 0; i < b.n_tiles; ++i) {
       tile = tile_at(b, i, tile);
-      Int8::load_scales(p, sm.key_scales(i % STAGES), &sm.bar->k_full[i % STAGES], &sm.bar->k_empty[i % STAGES],
-                        b.kv_head, b.k_begin, b.sk, tile * BN, i, threadIdx.x % 32);
+      const int j = pr.tiles + i, s = j % STAGES;
+      Int8::load_scales(p, sm.key_scales(s), &sm.bar->k_full[s], &sm.bar->k_empty[s], b.kv_head, b.k_begin, b.sk,
+                        tile * BN, j, threadIdx.x % 32);
     }
   }
 
   // int8_qkv: each raw V tile widened to fp16 by producer warps 2 and 3 (w = 0, 1) into the V ring.
-  __device__ static void widen_values(const Block& b, const Smem& sm, int w) {
+  __device__ static void widen_values(const Block& b, const Smem& sm, int w, const Progress& pr) {
     for (int i = 0; i < b.n_tiles; ++i) {
-      const int s = i % STAGES;
+      const int j = pr.tiles + i, s = j % STAGES;
       Int8::template widen_v<VTile, DV>(sm.v_stage(s), sm.raw_v(s), &sm.bar->v_full[s], &sm.bar->v_empty[s],
-                                        sm.raw_full(s), sm.raw_empty(s), i, w, threadIdx.x % 32);
+                                        sm.raw_full(s), sm.raw_empty(s), j, w, threadIdx.x % 32);
     }
   }
 
@@ -336,15 +388,35 @@ struct PrefillSm90 {
 
   // ---- consumers ----------------------------------------------------------------------------
 
+  // Persistent blocks of two consumer warpgroups read Q into registers once per item (the A
+  // operand of Q K^T, m16n8k16 fragments per warp: D / 4 registers, 32 at d128; three warpgroups'
+  // 160 registers spill with them): Q K^T then reads only K from shared memory (a 64 x 64 x 16
+  // product reading both operands there needs all of its bandwidth), and Q's tile is free for the
+  // next item at once.
+  static constexpr bool kQInRegisters = kPersistent && W == 2 && D <= 128;
+  using QFrags = u32[kQInRegisters ? KSTEPS : 1][4];
+
+  __device__ static void load_q_frags(QFrags& qf, const Smem& sm, int row0, int col0) {
+#pragma unroll
+    for (int kk = 0; kk < KSTEPS; ++kk) {
+      qf[kk][0] = *reinterpret_cast<const u32*>(sm.q + QTile::offset(row0, kk * 16 + col0));
+      qf[kk][1] = *reinterpret_cast<const u32*>(sm.q + QTile::offset(row0 + 8, kk * 16 + col0));
+      qf[kk][2] = *reinterpret_cast<const u32*>(sm.q + QTile::offset(row0, kk * 16 + 8 + col0));
+      qf[kk][3] = *reinterpret_cast<const u32*>(sm.q + QTile::offset(row0 + 8, kk * 16 + 8 + col0));
+    }
+  }
+
   // S = Q K^T for this warpgroup's 64 rows and the K tile in stage s (issued, not waited).
-  __device__ static void issue_qk(float (&s)[BN / 8][4], const Smem& sm, int cw, int stage) {
+  __device__ static void issue_qk(float (&s)[BN / 8][4], const QFrags& qf, const Smem& sm, int cw, int stage) {
     const u32 q = smem_u32(sm.q), k = smem_u32(sm.k_stage(stage));
     if constexpr (Int8::kOn) {
       Int8::template issue_qk<QTile, KTile>(s, q, k, cw * 64);
     } else {
 #pragma unroll
-      for (int kk = 0; kk < KSTEPS; ++kk)
-        wgmma_ss<E, BN, 0>(s, QTile::desc_k_major(q, cw * 64, kk), KTile::desc_k_major(k, 0, kk), kk > 0);
+      for (int kk = 0; kk < KSTEPS; ++kk) {
+        if constexpr (kQInRegisters) wgmma_rs<E, BN, 0>(s, qf[kk], KTile::desc_k_major(k, 0, kk), kk > 0);
+        else wgmma_ss<E, BN, 0>(s, QTile::desc_k_major(q, cw * 64, kk), KTile::desc_k_major(k, 0, kk), kk > 0);
+      }
     }
   }
 
@@ -379,7 +451,8 @@ struct PrefillSm90 {
     if constexpr (kPingpong) named_barrier_arrive(kTokenBarrier + (cw + 1) % W, 2 * kWarpgroupThreads);
   }
 
-  __device__ static void compute(const AttentionParams& p, const Block& b, const Smem& sm, int cw) {
+  __device__ static void compute(const AttentionParams& p, const Block& b, const Smem& sm, int cw,
+                                 const Progress& pr) {
     const int lane = threadIdx.x % 32, warp = (threadIdx.x / 32) % 4;
     const int row0 = cw * 64 + warp * 16 + lane / 4;  // and row0 + 8, within the block
     const int col0 = (lane % 4) * 2;
@@ -411,17 +484,29 @@ struct PrefillSm90 {
     float rescale[2];
 
     if (kPingpong && cw == 0) named_barrier_arrive(kTokenBarrier, 2 * kWarpgroupThreads);  // the first turn
-    mbar_wait(&sm.bar->q_full, 0);
+    mbar_wait(&sm.bar->q_full, pr.items & 1);
+    // Stage and phase of the i-th tile of this item (the rings run on across a block's items).
+    auto stage = [&](int i) { return (pr.tiles + i) % STAGES; };
+    auto phase = [&](int i) { return ((pr.tiles + i) / STAGES) & 1; };
+    auto q_read = [&] {  // persistent: the producer may load the next item's Q
+      if constexpr (kPersistent) release(sm.q_empty());
+    };
+    QFrags qf;
+    if constexpr (kQInRegisters) {
+      load_q_frags(qf, sm, row0, col0);
+      __syncwarp();
+      q_read();
+    }
 
     if (b.n_tiles > 0) {
-      mbar_wait(&sm.bar->k_full[0], 0);
+      mbar_wait(&sm.bar->k_full[stage(0)], phase(0));
       wgmma_fence();
-      issue_qk(s, sm, cw, 0);
+      issue_qk(s, qf, sm, cw, stage(0));
       wgmma_commit();
       wgmma_wait<0>();
       fence_operand(s);
-      int8.scale(s, sm.key_scales(0), col0);
-      release(&sm.bar->k_empty[0]);
+      int8.scale(s, sm.key_scales(stage(0)), col0);
+      release(&sm.bar->k_empty[stage(0)]);
       int tile = tile_at(b, 0, 0);
       logits(s, tile);
       int8.softmax_update(softmax, s, rescale);  // 16-bit: softmax.update
@@ -430,14 +515,14 @@ struct PrefillSm90 {
       // Tile i: Q K_i^T is issued before P_{i-1} V_{i-1}, so the softmax of tile i runs while
       // the second product is still on the tensor cores.
       for (int i = 1; i < b.n_tiles; ++i) {
-        const int st = i % STAGES, prev = (i - 1) % STAGES;
+        const int st = stage(i), prev = stage(i - 1);
         token_wait(cw);
-        mbar_wait(&sm.bar->k_full[st], (i / STAGES) & 1);
+        mbar_wait(&sm.bar->k_full[st], phase(i));
         fence_operand(o);
         wgmma_fence();
-        issue_qk(s, sm, cw, st);
+        issue_qk(s, qf, sm, cw, st);
         wgmma_commit();
-        mbar_wait(&sm.bar->v_full[prev], ((i - 1) / STAGES) & 1);
+        mbar_wait(&sm.bar->v_full[prev], phase(i - 1));
         issue_pv(o, pf, sm, prev);
         wgmma_commit();
         token_pass(cw);
@@ -454,9 +539,10 @@ struct PrefillSm90 {
         to_operand(s, pf);
       }
 
-      const int last = (b.n_tiles - 1) % STAGES;
+      if constexpr (!kQInRegisters) q_read();
+      const int last = stage(b.n_tiles - 1);
       if (tail_tile(b, tile)) mbar_wait(sm.v_tail(), 0);
-      else mbar_wait(&sm.bar->v_full[last], ((b.n_tiles - 1) / STAGES) & 1);
+      else mbar_wait(&sm.bar->v_full[last], phase(b.n_tiles - 1));
       fence_operand(o);
       wgmma_fence();
       issue_pv(o, pf, sm, last);
@@ -464,6 +550,8 @@ struct PrefillSm90 {
       wgmma_wait<0>();
       fence_operand(o);
       release(&sm.bar->v_empty[last]);
+    } else if constexpr (!kQInRegisters) {
+      q_read();
     }
     // The first warpgroup's opening turn leaves one pass from the last warpgroup unclaimed.
     if (kPingpong && cw == 0) named_barrier_sync(kTokenBarrier, 2 * kWarpgroupThreads);
@@ -484,13 +572,14 @@ struct PrefillSm90 {
   __device__ static void store(const AttentionParams& p, const Block& b, const Smem& sm, int cw, int row0, int col0,
                                const float (&o)[DVN / 8][4], const float (&inv_sum)[2], const float (&lse2)[2]) {
     const int lane = threadIdx.x % 32;
-    named_barrier_sync(kWarpgroupBarrier + cw, kWarpgroupThreads);  // every warp's last Q K^T has read Q
+    // Every warp's last Q K^T has read Q (persistent: every thread has stored the last item's rows).
+    named_barrier_sync(kWarpgroupBarrier + cw, kWarpgroupThreads);
 #pragma unroll
     for (int i = 0; i < DVN / 8; ++i) {  // columns past Dv land in the tile's padding
       const float2 vs = Int8::template v_scale<DV>(p, b.kv_head, i * 8 + col0);  // int8_qkv; else 1
-      *reinterpret_cast<u32*>(sm.q + OTile::offset(row0, i * 8 + col0)) =
+      *reinterpret_cast<u32*>(sm.o + OTile::offset(row0, i * 8 + col0)) =
           pack2<E>(o[i][0] * inv_sum[0] * vs.x, o[i][1] * inv_sum[0] * vs.y);
-      *reinterpret_cast<u32*>(sm.q + OTile::offset(row0 + 8, i * 8 + col0)) =
+      *reinterpret_cast<u32*>(sm.o + OTile::offset(row0 + 8, i * 8 + col0)) =
           pack2<E>(o[i][2] * inv_sum[1] * vs.x, o[i][3] * inv_sum[1] * vs.y);
     }
     if constexpr (T::kLse != LseOut::none) {
@@ -514,7 +603,7 @@ struct PrefillSm90 {
       const int row = cw * 64 + i / kChunks, chunk = i % kChunks;
       if (row < b.rows_here)
         *reinterpret_cast<uint4*>(out + (b.q_begin + b.m0 + row) * p.o_row_stride + chunk * 8) =
-            *reinterpret_cast<const uint4*>(sm.q + OTile::offset(row, chunk * 8));
+            *reinterpret_cast<const uint4*>(sm.o + OTile::offset(row, chunk * 8));
     }
   }
 };

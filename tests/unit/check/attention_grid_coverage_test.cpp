@@ -158,8 +158,9 @@ TEST(AttentionGrid, EveryKernelPlansAndCasesAreBounded) {
               entries.size(), flops);
   // Prefill runs on both prefill families: ~35 contiguous prefill_sm90 kernels (~1 s each) and 10
   // paged ones (measured: compiled in 2.4 s together); the fp8 KV cases add 16 (measured: the
-  // grid's 119 decode and fp8 cases compile and run in 26 s).
-  EXPECT_LT(entries.size(), 165u) << "compile time (in parallel on the GPU host: ~0.6-1 s a kernel over 16 cores)";
+  // grid's 119 decode and fp8 cases compile and run in 26 s); the persistent prefill_sm90 twins
+  // (`sm90p_`) 18 (measured: compiled and run in 3 s).
+  EXPECT_LT(entries.size(), 185u) << "compile time (in parallel on the GPU host: ~0.6-1 s a kernel over 16 cores)";
   EXPECT_LT(flops, 2e11) << "the float64 reference runs twice per case on the GPU host's 16 cores";
 }
 

@@ -36,9 +36,10 @@ TEST(SearchSpace, PrefillAxes) {
   const auto on_sm80 = config_space(spec_from(), KernelKind::prefill, "sm_80");
   EXPECT_EQ(on_sm80.size(), 18u);  // 3 warps x 3 block_n x 2 stages; no prefill_sm90 off sm_90a
   // sm_90a: prefill_sm90's default first, its space (2 block_m x 4 block_n, one of them the
-  // default, and the default with 3 stages and without ping-pong), then the 18 sm80 points.
+  // default, and the default with 3 stages, without ping-pong and persistent), then the 18 sm80
+  // points.
   const auto configs = config_space(spec_from(), KernelKind::prefill, "sm_90a");
-  EXPECT_EQ(configs.size(), 28u);
+  EXPECT_EQ(configs.size(), 29u);
   EXPECT_EQ(configs.front().family, "prefill_sm90");
   int sm80_points = 0, sm90_points = 0;
   for (const Config& c : configs) {
@@ -57,9 +58,24 @@ TEST(SearchSpace, PrefillAxes) {
     }
   }
   EXPECT_EQ(sm80_points, 18);
-  EXPECT_EQ(sm90_points, 10);
+  EXPECT_EQ(sm90_points, 11);
   const Spec only80 = spec_from("tuning: {families: [prefill_sm80]}\n");
   for (const Config& c : config_space(only80, KernelKind::prefill, "sm_90a")) EXPECT_EQ(c.family, "prefill_sm80");
+}
+
+// int8 prefill_sm90 keeps one block per item (persistent int8 is not verified on a GPU and the
+// planner refuses it): its space never flips persistence on; the 16-bit space does.
+TEST(SearchSpace, Int8PrefillNeverTriesPersistentBlocks) {
+  const auto has_persistent = [](const std::vector<Config>& configs) {
+    return std::any_of(configs.begin(), configs.end(), [](const Config& c) { return c.persistent; });
+  };
+  EXPECT_TRUE(has_persistent(config_space(spec_from(), KernelKind::prefill, "sm_90a")));
+  for (const char* quant : {"int8_qk", "int8_qkv"}) {
+    const Spec s = spec_from("kv_cache: {dtype: int8}\nquant: " + std::string(quant) + "\n");
+    const auto configs = config_space(s, KernelKind::prefill, "sm_90a");
+    ASSERT_EQ(configs.front().family, "prefill_sm90") << quant;
+    EXPECT_FALSE(has_persistent(configs)) << quant;
+  }
 }
 
 TEST(SearchSpace, Sm90PruningFollowsTheConsumerRegisterBudget) {
