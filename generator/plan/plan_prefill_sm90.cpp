@@ -93,20 +93,20 @@ Config default_prefill_sm90_config(const Spec& s, KernelKind kind) {
 }
 
 int prefill_sm90_smem_bytes(const Spec& s, const Config& c, KernelKind kind) {
-  // Columns in 2-byte units: an int8 Q/K row of D bytes is D / 2 of them. One block per item
-  // stages the output over the Q tile's space, which is the larger of the two; a persistent block
-  // keeps its output in a tile of its own (the next item's Q lands while it is stored).
+  // Columns in 2-byte units: an int8 Q/K row of D bytes is D / 2 of them. The output is staged
+  // over the Q tile's space, which is the larger of the two; a persistent block keeps it in a tile
+  // of its own (the next item's Q lands while it is stored).
   const int int8_pairs = s.quant == QuantMode::none ? 1 : 2;
   const int dq = 64 * blocks64(s.head_dim / int8_pairs), dv = 64 * blocks64(s.head_dim_v);
   const int barriers = 8 * (1 + 4 * c.stages + (kind == KernelKind::prefill_paged ? 1 : 0) + (c.persistent ? 1 : 0));
-  const int q_tile = c.block_m * (c.persistent ? dq : std::max(dq, dv));
   const int o_tile = c.persistent ? c.block_m * dv : 0;
   const int key_scales = int8_pairs == 2 ? 4 * c.stages * c.block_n : 0;  // int8: a ring of fp32 key scales
   // int8_qkv: the raw int8 V ring (TMA lands it, the producer widens it into the V ring) and its
   // raw_full / raw_empty barriers.
   const bool qkv = s.quant == QuantMode::int8_qkv;
   const int raw_v = qkv ? 2 * c.stages * c.block_n * 64 * blocks64(s.head_dim_v / 2) + 16 * c.stages : 0;
-  return 1024 + 2 * (q_tile + c.stages * c.block_n * (dq + dv) + o_tile) + key_scales + raw_v + barriers;
+  const int tiles = c.block_m * std::max(dq, dv) + c.stages * c.block_n * (dq + dv) + o_tile;  // 2-byte units
+  return 1024 + 2 * tiles + key_scales + raw_v + barriers;
 }
 
 void plan_prefill_sm90(const Spec& s, KernelKind kind, const Config& c, const ArchInfo& arch, KernelPlan& p) {
