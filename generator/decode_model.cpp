@@ -37,8 +37,8 @@ double predict_with_slots(const KernelPlan& plan, const SplitShape& call, int nu
                           const DecodeModel& m) {
   const Config& c = plan.config;
   // One key's K and V row, one kv head (fp8 and int8 caches: a byte per element; int8_qk's V 16-bit).
-  const int v_bytes = plan.spec.quant == QuantMode::int8_qk ? 2 : kv_cache_elem_bytes(plan.spec);
-  const double key_bytes = double(kv_cache_elem_bytes(plan.spec)) * plan.head_dim + double(v_bytes) * plan.head_dim_v;
+  const double key_bytes = double(kv_cache_elem_bytes(plan.spec)) * plan.head_dim +
+                           double(kv_cache_v_elem_bytes(plan.spec)) * plan.head_dim_v;
   // A ragged batch (seqlen_k_sum known) counts as the full-length requests its keys would fill:
   // decode_bw sizes every request's parts from the longest (block_range_even_parts), so a short
   // request's keys take few parts and its other blocks exit at once.

@@ -243,8 +243,8 @@ Timing TimingInputs::time(const KernelPlan& plan, const Kernel& kernel, const Ke
 double problem_throughput(const Spec& s, KernelKind kind, const Problem& p, double time_us) {
   if (time_us <= 0) return 0;
   if (kind == KernelKind::decode) {
-    const double bytes =
-        double(p.batch) * p.max_seqlen_k * s.num_kv_heads * (s.head_dim + s.head_dim_v) * kv_cache_elem_bytes(s);
+    const double bytes = double(p.batch) * p.max_seqlen_k * s.num_kv_heads *
+                         (double(s.head_dim) * kv_cache_elem_bytes(s) + double(s.head_dim_v) * kv_cache_v_elem_bytes(s));
     return bytes / (time_us * 1e-6) / 1e12;
   }
   const std::vector<int> lq(p.batch, p.max_seqlen_q), lk(p.batch, p.max_seqlen_k);

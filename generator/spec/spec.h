@@ -114,6 +114,9 @@ struct Spec {
 
 // Bytes per element of the paged KV cache: 2 (the model's dtype), 1 (fp8, int8).
 inline int kv_cache_elem_bytes(const Spec& s) { return s.kv_cache.dtype == KvDType::same ? 2 : 1; }
+// Bytes per V element read from the cache: int8_qk keeps V 16-bit beside its int8 K (the fork's
+// 3-plane cache), every other cache stores K and V alike.
+inline int kv_cache_v_elem_bytes(const Spec& s) { return s.quant == QuantMode::int8_qk ? 2 : kv_cache_elem_bytes(s); }
 
 const char* to_string(DType);
 const char* to_string(KvDType);

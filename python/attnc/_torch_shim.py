@@ -9,7 +9,7 @@ is the `at::Tensor` of a Python tensor: it is a field of torch's object (THPVari
 header, then `at::Tensor cdata`), at an offset that is torch's private layout. So the offset is
 only used after checking it on probe tensors: the pointer there must be each probe's `_cdata`
 (its TensorImpl), and the shim's reads through it must equal the Python API's. Any mismatch, a
-missing symbol, or ATTNC_NO_TENSOR_ABI=1 leaves the Python API reading tensors (the same keys'
+missing symbol, or ATTNC_NO_TORCH_SHIM=1 leaves the Python API reading tensors (the same keys'
 contract, slower). The replay's current stream comes the same way, from
 `aoti_torch_get_current_cuda_stream` (libtorch_cuda), once it agrees with torch's own; else a
 Python call gives it.

@@ -24,26 +24,8 @@ struct OnlineSoftmax {
   // output accumulator.
   template <int NT>
   __device__ void update(float (&s)[NT][4], float (&rescale)[ROWS]) {
-    static_assert(ROWS == 2, "mma fragments carry two rows per thread");
-#pragma unroll
-    for (int r = 0; r < ROWS; ++r) {
-      float m = row_max[r];
-#pragma unroll
-      for (int n = 0; n < NT; ++n) m = fmaxf(m, fmaxf(s[n][2 * r], s[n][2 * r + 1]));
-      m = quad_max(m);
-      // -inf rows subtract 0 instead, so exp2 sees -inf - 0 rather than -inf - -inf (NaN).
-      const float base = m == neg_inf() ? 0.f : m;
-      rescale[r] = fast_exp2(row_max[r] - base);
-      row_max[r] = m;
-      float sum = 0.f;
-#pragma unroll
-      for (int n = 0; n < NT; ++n) {
-        s[n][2 * r] = fast_exp2(s[n][2 * r] - base);
-        s[n][2 * r + 1] = fast_exp2(s[n][2 * r + 1] - base);
-        sum += s[n][2 * r] + s[n][2 * r + 1];
-      }
-      row_sum[r] = row_sum[r] * rescale[r] + sum;
-    }
+    const float unscaled[ROWS] = {1.f, 1.f};
+    update_rows<false>(s, rescale, unscaled);
   }
 
   // update() for logits given as t * row_scale[r] with t in s: the max is taken over t and scaled
@@ -51,21 +33,40 @@ struct OnlineSoftmax {
   // multiplication of its own (prefill_sm90's int8 q scales with neither softcap nor ALiBi).
   template <int NT>
   __device__ void update_scaled(float (&s)[NT][4], float (&rescale)[ROWS], const float (&row_scale)[ROWS]) {
+    update_rows<true>(s, rescale, row_scale);
+  }
+
+  template <bool kScaled, int NT>
+  __device__ void update_rows(float (&s)[NT][4], float (&rescale)[ROWS], const float (&row_scale)[ROWS]) {
     static_assert(ROWS == 2, "mma fragments carry two rows per thread");
 #pragma unroll
     for (int r = 0; r < ROWS; ++r) {
-      float t = neg_inf();
+      float m;
+      if constexpr (kScaled) {
+        float t = neg_inf();
 #pragma unroll
-      for (int n = 0; n < NT; ++n) t = fmaxf(t, fmaxf(s[n][2 * r], s[n][2 * r + 1]));
-      const float m = fmaxf(row_max[r], quad_max(t) * row_scale[r]);
+        for (int n = 0; n < NT; ++n) t = fmaxf(t, fmaxf(s[n][2 * r], s[n][2 * r + 1]));
+        m = fmaxf(row_max[r], quad_max(t) * row_scale[r]);
+      } else {
+        m = row_max[r];
+#pragma unroll
+        for (int n = 0; n < NT; ++n) m = fmaxf(m, fmaxf(s[n][2 * r], s[n][2 * r + 1]));
+        m = quad_max(m);
+      }
+      // -inf rows subtract 0 instead, so exp2 sees -inf - 0 rather than -inf - -inf (NaN).
       const float base = m == neg_inf() ? 0.f : m;
       rescale[r] = fast_exp2(row_max[r] - base);
       row_max[r] = m;
       float sum = 0.f;
 #pragma unroll
       for (int n = 0; n < NT; ++n) {
-        s[n][2 * r] = fast_exp2(fmaf(s[n][2 * r], row_scale[r], -base));
-        s[n][2 * r + 1] = fast_exp2(fmaf(s[n][2 * r + 1], row_scale[r], -base));
+        if constexpr (kScaled) {
+          s[n][2 * r] = fast_exp2(fmaf(s[n][2 * r], row_scale[r], -base));
+          s[n][2 * r + 1] = fast_exp2(fmaf(s[n][2 * r + 1], row_scale[r], -base));
+        } else {
+          s[n][2 * r] = fast_exp2(s[n][2 * r] - base);
+          s[n][2 * r + 1] = fast_exp2(s[n][2 * r + 1] - base);
+        }
         sum += s[n][2 * r] + s[n][2 * r + 1];
       }
       row_sum[r] = row_sum[r] * rescale[r] + sum;

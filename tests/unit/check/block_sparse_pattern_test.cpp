@@ -59,8 +59,9 @@ void check_tiles(const SparsePattern& ref, int bm) {
     for (int h0 = 0; h0 < kHeads; h0 += ref.group)
       for (int t = 0; t < end; ++t) {
         const int h1 = h0 + ref.group - 1, j0 = t * BN, j1 = j0 + BN;
-        if (any_visible(ref, p0, p1, j0, j1, h0, h1))
+        if (any_visible(ref, p0, p1, j0, j1, h0, h1)) {
           ASSERT_TRUE(P::tile_visible(p0, p1, j0, j1, h0, h1)) << "skipped a visible tile " << t << " rows " << p0;
+        }
         if (!P::tile_full(p0, p1, j0, j1, h0, h1)) continue;
         for (int h = h0; h <= h1; ++h)
           for (int pos = p0; pos <= p1; ++pos)

@@ -39,6 +39,16 @@ TEST(Measure, Throughput) {
   // Prefill without a mask: 2 * q * k * Hq * (D + Dv) flops.
   EXPECT_NEAR(problem_throughput(s, KernelKind::prefill, {KernelKind::prefill, 1, 1024, 1024}, 1000),
               2.0 * 1024 * 1024 * 32 * 256 / 1e-3 / 1e12, 1e-9);
+  // int8 caches: a byte per K element; int8_qk's V is 16-bit (the fork's 3-plane cache).
+  const std::string int8 =
+      "version: 1\nname: i\nhead_dim: 128\nnum_q_heads: 32\nnum_kv_heads: 8\ndtype: fp16\n"
+      "kv_cache: {dtype: int8, layout: HND, page_size: 16}\nkernels: [decode]\nquant: ";
+  EXPECT_NEAR(problem_throughput(parse_spec(int8 + "int8_qkv\n", "i.yaml"), KernelKind::decode,
+                                 {KernelKind::decode, 64, 1, 8192}, 1000),
+              64.0 * 8192 * 8 * 256 * 1 / 1e-3 / 1e12, 1e-9);
+  EXPECT_NEAR(problem_throughput(parse_spec(int8 + "int8_qk\n", "i.yaml"), KernelKind::decode,
+                                 {KernelKind::decode, 64, 1, 8192}, 1000),
+              64.0 * 8192 * 8 * (128 * 1 + 128 * 2) / 1e-3 / 1e12, 1e-9);
   EXPECT_STREQ(throughput_unit(KernelKind::decode), "TB/s");
   EXPECT_STREQ(throughput_unit(KernelKind::prefill_paged), "TFLOP/s");
 }
