@@ -141,9 +141,7 @@ def _fast_path():
 
 def _first_lookup(*parts):
     """Picks the C or the Python lookup on the first call (the library is loaded by then)."""
-    global _fast, lookup
-    _fast = _fast_path()
-    lookup = _fast.run if _fast is not None else _py_lookup
+    set_fast(True)
     return lookup(*parts)
 
 

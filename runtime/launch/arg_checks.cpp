@@ -21,6 +21,15 @@ void ArgCheck::strides(const char* name, std::initializer_list<long long> s, int
   }
 }
 
+void ArgCheck::token_rows(const char* name, const void* p, int align, int element_bytes, long long row,
+                          long long head, long long heads, long long width, long long& row_out,
+                          long long& head_out) const {
+  row_out = or_default(row, heads * width);
+  head_out = or_default(head, width);
+  pointer(name, p, align);
+  strides(name, {row_out, head_out}, 8, element_bytes);
+}
+
 // Sufficient test: taking the dimensions by increasing stride, each stride must clear everything
 // the smaller ones reach (one-row dimensions do not count). No allocation unless it fails.
 void ArgCheck::disjoint(const char* name, long long width, std::initializer_list<Dim> dims) const {

@@ -10,6 +10,9 @@
 
 namespace attnc {
 
+// A stride as given, or the packed default where the caller passed 0.
+inline long long or_default(long long stride, long long dflt) { return stride ? stride : dflt; }
+
 class ArgCheck {
  public:
   explicit ArgCheck(std::string op) : op_(std::move(op)) {}
@@ -28,6 +31,11 @@ class ArgCheck {
   // Rows of `width` contiguous elements at sum_k i_k * stride_k (i_k < count_k) must not overlap:
   // an output that overlaps itself would be written by two threads. `dims` holds {name, count,
   // stride}.
+  // A [tokens, heads, width] tensor moved in 16-byte pieces: (row, head) strides as given or (0)
+  // packed, resolved into row_out / head_out; the pointer `align`-byte aligned; both strides
+  // multiples of 8 elements of `element_bytes`.
+  void token_rows(const char* name, const void* p, int align, int element_bytes, long long row, long long head,
+                  long long heads, long long width, long long& row_out, long long& head_out) const;
   struct Dim {
     const char* name;
     long long count, stride;

@@ -9,6 +9,7 @@
 
 #include "attnc/params/split_combine_shape.h"
 #include "runtime/driver/tensor_map.h"
+#include "runtime/launch/arg_checks.h"
 #include "runtime/launch/error_message.h"
 #include "runtime/launch/int8_args.h"
 
@@ -20,7 +21,6 @@ void require(bool ok, const Parts&... what) {
   if (!ok) throw BadCall("attention: " + message(what...));
 }
 
-long long or_default(long long stride, long long dflt) { return stride ? stride : dflt; }
 
 // 16-byte vector loads need 16-byte aligned rows: base pointer and every stride in whole chunks
 // (8 16-bit elements, or 16 fp8 bytes).

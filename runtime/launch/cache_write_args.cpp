@@ -10,8 +10,6 @@
 namespace attnc {
 namespace {
 
-long long or_default(long long stride, long long dflt) { return stride ? stride : dflt; }
-
 struct CacheStrides {
   long long block, page, head;
 };
@@ -85,14 +83,10 @@ CacheWriteLaunch prepare_cache_write(const KernelPlan& plan, const CacheWriteArg
   if (l.empty) return l;  // nothing is read or written: an empty tensor's pointer may be null
 
   CacheWriteParams& p = l.params;
-  p.key_row_stride = or_default(a.key_row_stride, (long long)heads * d);
-  p.key_head_stride = or_default(a.key_head_stride, d);
-  p.value_row_stride = or_default(a.value_row_stride, (long long)heads * dv);
-  p.value_head_stride = or_default(a.value_head_stride, dv);
-  c.pointer("key", a.key, 16);
-  c.pointer("value", a.value, 16);
-  c.strides("key", {p.key_row_stride, p.key_head_stride}, 8, 2);
-  c.strides("value", {p.value_row_stride, p.value_head_stride}, 8, 2);
+  c.token_rows("key", a.key, 16, 2, a.key_row_stride, a.key_head_stride, heads, d, p.key_row_stride,
+               p.key_head_stride);
+  c.token_rows("value", a.value, 16, 2, a.value_row_stride, a.value_head_stride, heads, dv, p.value_row_stride,
+               p.value_head_stride);
 
   const CacheStrides kc = cache_strides(c, "key_cache", a.key_cache_block_stride, a.key_cache_page_stride,
                                         a.key_cache_head_stride, s.kv_cache.layout, bs, heads, d);
@@ -151,15 +145,10 @@ Int8QuantizeLaunch prepare_int8_quantize(const KernelPlan& plan, const Int8Quant
   l.empty = a.num_rows == 0;
   if (l.empty) return l;
   Int8QuantizeParams& p = l.params;
-  p.x_row_stride = or_default(a.x_row_stride, (long long)heads * d);
-  p.x_head_stride = or_default(a.x_head_stride, d);
-  p.out_row_stride = or_default(a.out_row_stride, (long long)heads * d);
-  p.out_head_stride = or_default(a.out_head_stride, d);
-  c.pointer("x", a.x, 16);
-  c.pointer("out", a.out, 8);
+  c.token_rows("x", a.x, 16, 2, a.x_row_stride, a.x_head_stride, heads, d, p.x_row_stride, p.x_head_stride);
+  c.token_rows("out", a.out, 8, 1, a.out_row_stride, a.out_head_stride, heads, d, p.out_row_stride,
+               p.out_head_stride);
   c.pointer("scale", a.scale, 4);
-  c.strides("x", {p.x_row_stride, p.x_head_stride}, 8, 2);
-  c.strides("out", {p.out_row_stride, p.out_head_stride}, 8, 1);
   p.x = a.x;
   p.out = a.out;
   p.scale = a.scale;

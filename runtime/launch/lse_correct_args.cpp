@@ -6,11 +6,6 @@
 #include "runtime/driver/module.h"
 
 namespace attnc {
-namespace {
-
-long long or_default(long long stride, long long dflt) { return stride ? stride : dflt; }
-
-}  // namespace
 
 LseCorrectLaunch prepare_lse_correct(const KernelPlan& plan, const LseCorrectArgs& a) {
   const ArgCheck c("lse_correct");
@@ -41,12 +36,10 @@ LseCorrectLaunch prepare_lse_correct(const KernelPlan& plan, const LseCorrectArg
   p.out_row_stride = or_default(a.output_row_stride, (long long)per_chunk * d);
   p.out_head_stride = or_default(a.output_head_stride, d);
   p.out_chunk_stride = or_default(a.output_chunk_stride, (long long)a.num_tokens * per_chunk * d);
-  p.partial_row_stride = or_default(a.partial_row_stride, (long long)heads * d);
-  p.partial_head_stride = or_default(a.partial_head_stride, d);
   c.pointer("output", a.output, 16);
-  c.pointer("partial", a.partial, 16);
   c.strides("output", {p.out_row_stride, p.out_head_stride, p.out_chunk_stride}, 8, 2);
-  c.strides("partial", {p.partial_row_stride, p.partial_head_stride}, 8, 2);
+  c.token_rows("partial", a.partial, 16, 2, a.partial_row_stride, a.partial_head_stride, heads, d,
+               p.partial_row_stride, p.partial_head_stride);
   c.disjoint("output", d,
              {{"chunk", heads / per_chunk, p.out_chunk_stride},
               {"token", a.num_tokens, p.out_row_stride},

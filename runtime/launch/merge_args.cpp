@@ -6,11 +6,6 @@
 #include "runtime/driver/module.h"
 
 namespace attnc {
-namespace {
-
-long long or_default(long long stride, long long dflt) { return stride ? stride : dflt; }
-
-}  // namespace
 
 MergeLaunch prepare_merge(const KernelPlan& plan, const MergeArgs& a) {
   const ArgCheck c("merge");
@@ -30,19 +25,12 @@ MergeLaunch prepare_merge(const KernelPlan& plan, const MergeArgs& a) {
   if (l.empty) return l;  // nothing is read or written: an empty tensor's pointer may be null
 
   MergeParams& p = l.params;
-  const long long row = (long long)heads * d;
-  p.out_row_stride = or_default(a.output_row_stride, row);
-  p.out_head_stride = or_default(a.output_head_stride, d);
-  p.prefix_row_stride = or_default(a.prefix_row_stride, row);
-  p.prefix_head_stride = or_default(a.prefix_head_stride, d);
-  p.suffix_row_stride = or_default(a.suffix_row_stride, row);
-  p.suffix_head_stride = or_default(a.suffix_head_stride, d);
-  c.pointer("output", a.output, 16);
-  c.pointer("prefix_output", a.prefix_output, 16);
-  c.pointer("suffix_output", a.suffix_output, 16);
-  c.strides("output", {p.out_row_stride, p.out_head_stride}, 8, 2);
-  c.strides("prefix_output", {p.prefix_row_stride, p.prefix_head_stride}, 8, 2);
-  c.strides("suffix_output", {p.suffix_row_stride, p.suffix_head_stride}, 8, 2);
+  c.token_rows("output", a.output, 16, 2, a.output_row_stride, a.output_head_stride, heads, d, p.out_row_stride,
+               p.out_head_stride);
+  c.token_rows("prefix_output", a.prefix_output, 16, 2, a.prefix_row_stride, a.prefix_head_stride, heads, d,
+               p.prefix_row_stride, p.prefix_head_stride);
+  c.token_rows("suffix_output", a.suffix_output, 16, 2, a.suffix_row_stride, a.suffix_head_stride, heads, d,
+               p.suffix_row_stride, p.suffix_head_stride);
   c.disjoint("output", d, {{"token", a.num_tokens, p.out_row_stride}, {"head", heads, p.out_head_stride}});
   // In place is fine (each thread reads its chunk before writing it) only over the same layout.
   if (a.output == a.prefix_output)
