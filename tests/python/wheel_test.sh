@@ -17,17 +17,7 @@ echo "wheel_test: built $(basename "$work"/dist/attnc-*.whl) in $(($(date +%s) -
 "$work/venv/bin/python" -m pip install -q --no-index --no-deps "$work"/dist/attnc-*.whl
 cpu_tests="test_cpu test_vllm_cpu test_fast"
 mkdir -p "$work/tests" && for t in $cpu_tests; do cp "$src/tests/python/$t.py" "$work/tests/"; done && cd "$work/tests"
-"$work/venv/bin/python" - <<'PY'
-import os, attnc, attnc._capi as c
-here = os.path.dirname(attnc.__file__)
-assert "site-packages" in here, f"attnc imported from {here}, not the venv"
-lib = c.lib()._name
-assert lib == os.path.join(here, "lib", "libattnc.so"), lib
-from attnc import _fast  # the drop-ins' warm path (python/csrc/fast.c), inside the package
-assert os.path.dirname(_fast.__file__) == here, _fast.__file__
-print("wheel_test: import attnc", attnc.version(), "from", here, "| NVRTC", c._build_config.NVRTC_SONAME,
-      "from", c.nvrtc_dir() or "the loader's path")
-PY
+"$work/venv/bin/python" "$src/tests/python/check_installed.py"
 "$work/venv/bin/python" -m attnc --version
 "$work/venv/bin/attnc" validate "$src/specs/llama-3-8b.yaml"
 ATTNC_TEST_INSTALLED=1 ATTNC_CACHE_DIR="$work/cache" "$work/venv/bin/python" -m unittest $cpu_tests

@@ -23,29 +23,9 @@
 
 #include "cache/schema.h"
 #include "cache/store.h"
+#include "tests/unit/temp_dir.h"
 
 namespace attnc::test {
-
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "attnc-cache-XXXXXX").string();
-    if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    // Children may have left read-only bits behind.
-    for (auto& e : std::filesystem::recursive_directory_iterator(path_, ec))
-      std::filesystem::permissions(e.path(), std::filesystem::perms::owner_all, std::filesystem::perm_options::add, ec);
-    std::filesystem::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-  std::string file(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
 
 // A fake but well-formed cubin: the ELF magic, then bytes derived from the key.
 inline std::vector<char> fake_cubin(const std::string& key, std::size_t bytes) {

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "attnc.h"
+#include "tests/unit/temp_dir.h"
 
 namespace {
 
@@ -21,11 +22,6 @@ mask: causal
 kernels: [prefill, decode]
 )";
 
-std::string temp_db() {
-  char tmpl[] = "/tmp/attnc-capi-XXXXXX";
-  if (!mkdtemp(tmpl)) throw std::runtime_error("mkdtemp");
-  return std::string(tmpl) + "/attnc.db";
-}
 
 attnc_options default_options() {
   attnc_options o{};
@@ -96,11 +92,12 @@ TEST(CApi, NullArguments) {
 class CApiHandle : public ::testing::Test {
  protected:
   void SetUp() override {
-    db_ = temp_db();
+    db_ = dir_.file("attnc.db");
     const attnc_options o = described_options(db_);
     ASSERT_EQ(attnc_attention_create_from_yaml(kSpec, &o, &h_), ATTNC_OK) << attnc_last_error();
   }
   void TearDown() override { attnc_attention_destroy(h_); }
+  attnc::test::TempDir dir_{"attnc-capi"};
   std::string db_;
   attnc_attention* h_ = nullptr;
 };
@@ -161,7 +158,8 @@ TEST_F(CApiHandle, KindNotInTheSpec) {
 }
 
 TEST(CApi, NoJitError) {
-  const std::string db = temp_db();
+  const attnc::test::TempDir dir("attnc-capi");
+  const std::string db = dir.file("attnc.db");
   attnc_options o = described_options(db);
   o.no_jit = 1;
   attnc_attention* h = nullptr;

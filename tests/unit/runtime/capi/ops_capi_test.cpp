@@ -8,6 +8,7 @@
 #include <string>
 
 #include "attnc.h"
+#include "tests/unit/temp_dir.h"
 
 namespace {
 
@@ -24,9 +25,7 @@ kernels: [prefill, decode]
 class OpsCApi : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/attnc-capi-ops-XXXXXX";
-    ASSERT_TRUE(mkdtemp(tmpl));
-    db_ = std::string(tmpl) + "/attnc.db";
+    db_ = dir_.file("attnc.db");
     h_ = create(kSpec);
   }
   void TearDown() override { attnc_attention_destroy(h_); }
@@ -49,6 +48,7 @@ class OpsCApi : public ::testing::Test {
     EXPECT_NE(std::string(attnc_last_error()).find(says), std::string::npos) << attnc_last_error();
   }
 
+  attnc::test::TempDir dir_{"attnc-capi-ops"};
   std::string db_;
   attnc_attention* h_ = nullptr;
 };
