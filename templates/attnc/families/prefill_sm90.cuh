@@ -35,7 +35,7 @@
 //   Element (bf16_t | fp16_t), kHeadDim, kHeadDimV (multiples of 8, <= 256, Dv's 64-column blocks
 //   no more than D's), kGroup, kBlockM (= 64 * kConsumerWarpgroups), kBlockN, kStages,
 //   kConsumerWarpgroups (2 or 3), kPingpong, kMask (MaskKind), kSoftcap, kAlibi (Alibi), kSinks,
-//   kLse (LseOut), kPaged, kPersistent; int8 kernels also kInt8 (Q·Kᵀ on s8 wgmma; int8_qkv's V
+//   kLse (LseOut), kPaged, kPersistent, kMixedTiles; int8 kernels also kInt8 (Q·Kᵀ on s8 wgmma; int8_qkv's V
 //   widened by the producer: prefill_sm90_int8.cuh).
 #pragma once
 
