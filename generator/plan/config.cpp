@@ -58,7 +58,8 @@ Config Config::from_json(const std::string& text, const Config& base) {
                                     : nullptr;
     if (!field)
       throw std::invalid_argument("config." + key +
-                                  ": unknown field; allowed: family, block_m, block_n, warps, stages, pingpong, persistent, mixed_tiles");
+                                  ": unknown field; allowed: family, block_m, block_n, warps, stages, pingpong, "
+                                  "persistent, mixed_tiles");
     if (!it->is_number_integer()) throw std::invalid_argument("config." + key + ": expected an integer");
     *field = it->get<int>();
   }

@@ -30,8 +30,8 @@ void check_mixed_tiles(const Spec& s, KernelKind kind, const Config& c) {
   if (!s.sparse.enabled)
     throw BadConfig("mixed_tiles splits the key tiles of a block_sparse pattern; the spec has none" + off);
   if (kind != KernelKind::prefill)
-    throw BadConfig(std::string("mixed_tiles reads contiguous K/V; a ") + to_string(kind) + " kernel has one tile width" +
-                    off);
+    throw BadConfig(std::string("mixed_tiles reads contiguous K/V; a ") + to_string(kind) +
+                    " kernel has one tile width" + off);
   if (s.quant != QuantMode::none)
     throw BadConfig(std::string("mixed_tiles is built for 16-bit Q/K, not quant ") + to_string(s.quant) + off);
   if (c.block_n != 2 * s.sparse.block_size || s.sparse.block_size % 16 != 0)

@@ -121,7 +121,8 @@ void check_pattern() {
   check_tiles<P, 128>(ref, 128);
   check_tiles<P, 16>(ref, 64);
   check_tiles<P, 48>(ref, 192);
-  for (int bm : {2 * BS, 3 * BS, 8 * BS, 100}) check_mixed_tiles<P, BS, LOCAL, QBS>(ref, bm);  // 100: rows straddle blocks
+  // q tiles of 2, 3 and 8 sparse blocks, and of 100 rows (straddling blocks)
+  for (int bm : {2 * BS, 3 * BS, 8 * BS, 100}) check_mixed_tiles<P, BS, LOCAL, QBS>(ref, bm);
 }
 
 TEST(BlockSparsePattern, Phi3SmallShapeScaledDown) { check_pattern<16, 4, 8, 1, 0, 16, 4>(); }
