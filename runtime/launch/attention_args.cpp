@@ -208,11 +208,13 @@ void set_tensor_maps(AttentionLaunch& l, const KernelPlan& plan, const Attention
                                 p.v_block_stride, box);
     return;
   }
-  l.maps.k = tensor_map("k", p.k, qk_cols, s.num_kv_heads, total_k, p.k_head_stride, p.k_row_stride, bn);
+  // Mixed tiles: boxes of one narrow tile (a wide one takes two).
+  const int box = plan.config.mixed_tiles ? bn / 2 : bn;
+  l.maps.k = tensor_map("k", p.k, qk_cols, s.num_kv_heads, total_k, p.k_head_stride, p.k_row_stride, box);
   // int8_qkv: the kernel reads V rows itself (widening them), but the map checks the view TMA-like
   // (16-byte aligned base and strides), as the 16-byte loads need.
   const int v_cols = plan.int8 == Int8Mode::qkv ? plan.head_dim_v / 2 : plan.head_dim_v;
-  l.maps.v = tensor_map("v", p.v, v_cols, s.num_kv_heads, total_k, p.v_head_stride, p.v_row_stride, bn);
+  l.maps.v = tensor_map("v", p.v, v_cols, s.num_kv_heads, total_k, p.v_head_stride, p.v_row_stride, box);
 }
 
 // mla_decode's map over the latent cache: (576 columns, page_size slots, pages), boxes of 64
