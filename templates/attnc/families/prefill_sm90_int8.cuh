@@ -134,15 +134,46 @@ struct PrefillInt8 {
         mbar_wait(v_empty, ((i / STAGES) & 1) ^ 1);
       }
       __syncwarp();
+      constexpr bool kLaneConstant = 8 % kPieces == 0 && BN % (8 * (8 / kPieces)) == 0;  // whole passes
+      if constexpr (kLaneConstant) {
+        // Lane t of the 64 owns row r8 = t % 8 of each 8-row group and piece (t / 8) % kPieces of
+        // row group (t / 8) / kPieces of each pass: the swizzle depends on the row only through
+        // row % 8, so both tiles' offsets are lane constants plus 1024 bytes per pass, and the
+        // loop is the conversion alone (offsets computed per piece were 40 % of its
+        // instructions). Each 8-lane phase of a 16-byte access covers 8 rows of one piece: 8
+        // distinct swizzled chunks, no bank conflict.
+        static_assert(kWidenWarps * 32 == 64, "8 rows x 8 pieces per pass");
+        constexpr int kRowsPerPass = 8 * (8 / kPieces);
+        // The lane read afresh for each tile (volatile: not hoisted out of the caller's loop over
+        // tiles, where the offsets below would stay live and spill the 24 registers).
+        u32 fresh_lane;
+        asm volatile("mov.u32 %0, %%laneid;\n" : "=r"(fresh_lane));
+        const int t = w * 32 + int(fresh_lane), rest = t / 8;
+        const int row = t % 8 + 8 * (rest / kPieces), piece = rest % kPieces;
+        // The piece's second 16 bytes go to the chunk whose index differs in bit 0 (columns
+        // piece * 16 + 8: chunk 2 p + 1 where the first is 2 p, both xor row % 8): element ^ 8,
+        // which row offsets (multiples of 64) leave alone; one register less than a second offset.
+        const int src = Raw::offset(row, piece * 8), out = VTile::offset(row, piece * 16);
 #pragma unroll 1
-      for (int j = w * 32 + lane; j < BN * kPieces; j += kWidenWarps * 32) {
-        const int row = j / kPieces, piece = j % kPieces;
-        const uint4 in = *reinterpret_cast<const uint4*>(raw + Raw::offset(row, piece * 8));
-        const u32 a = in.x ^ 0x80808080u, b = in.y ^ 0x80808080u, c = in.z ^ 0x80808080u, d = in.w ^ 0x80808080u;
-        *reinterpret_cast<uint4*>(dst + VTile::offset(row, piece * 16)) =
-            make_uint4(widen4_lo(a), widen4_hi(a), widen4_lo(b), widen4_hi(b));
-        *reinterpret_cast<uint4*>(dst + VTile::offset(row, piece * 16 + 8)) =
-            make_uint4(widen4_lo(c), widen4_hi(c), widen4_lo(d), widen4_hi(d));
+        for (int r = 0; r < BN; r += kRowsPerPass) {
+          const int rows = r * 64;  // r rows of 64 columns in both tiles
+          const uint4 v = *reinterpret_cast<const uint4*>(raw + src + rows);
+          const u32 a = v.x ^ 0x80808080u, b = v.y ^ 0x80808080u, c = v.z ^ 0x80808080u, d = v.w ^ 0x80808080u;
+          *reinterpret_cast<uint4*>(dst + (out + rows)) = make_uint4(widen4_lo(a), widen4_hi(a), widen4_lo(b), widen4_hi(b));
+          *reinterpret_cast<uint4*>(dst + ((out + rows) ^ 8)) =
+              make_uint4(widen4_lo(c), widen4_hi(c), widen4_lo(d), widen4_hi(d));
+        }
+      } else {  // pieces per row that do not divide 8 (Dv 48, 80, 96, 112, 192, 256): offsets per piece
+#pragma unroll 1
+        for (int j = w * 32 + lane; j < BN * kPieces; j += kWidenWarps * 32) {
+          const int row = j / kPieces, piece = j % kPieces;
+          const uint4 in = *reinterpret_cast<const uint4*>(raw + Raw::offset(row, piece * 8));
+          const u32 a = in.x ^ 0x80808080u, b = in.y ^ 0x80808080u, c = in.z ^ 0x80808080u, d = in.w ^ 0x80808080u;
+          *reinterpret_cast<uint4*>(dst + VTile::offset(row, piece * 16)) =
+              make_uint4(widen4_lo(a), widen4_hi(a), widen4_lo(b), widen4_hi(b));
+          *reinterpret_cast<uint4*>(dst + VTile::offset(row, piece * 16 + 8)) =
+              make_uint4(widen4_lo(c), widen4_hi(c), widen4_lo(d), widen4_hi(d));
+        }
       }
       fence_proxy_async_shared();  // ordinary stores, read by wgmma
       __syncwarp();
