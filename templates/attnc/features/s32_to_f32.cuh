@@ -13,7 +13,6 @@
 
 namespace attnc {
 
-// Namespace constants, not static members: NVRTC would emit those as device globals.
 constexpr int kS32OffsetBits = 0x4B400000;  // the bits of kS32Offset
 constexpr float kS32Offset = 12582912.f;    // 1.5 * 2^23
 constexpr int kS32OffsetMaxAbs = 1 << 22;   // |x| this large still converts exactly
