@@ -29,7 +29,9 @@ __device__ __forceinline__ void mma_s8_16832(int (&d)[4], const u32 (&a)[4], u32
 // One warp's S = Q Kᵀ on a staged int8 tile of BN keys, and its key scales. Lane = 4 g + t.
 template <int D, int BN>
 struct Int8RegQk {
-  static constexpr int KSTEPS = D / 32, KB = D / 4;  // k32 steps; bytes a lane reads per K row
+  // k32 steps (at least one: decode_bw names this struct at every D, int8 is planned only at multiples
+  // of 64, and the 16-bit sweep's D < 32 kernels must still compile); bytes a lane reads per K row.
+  static constexpr int KSTEPS = D >= 32 ? D / 32 : 1, KB = D / 4;
   using KStage = Fp8SwizzledStage<BN, D, 1>;
   using KGroup = Fp8SwizzledStage<16, D, 1>;  // 16 rows of a stage (loads go 16 keys at a time)
 
