@@ -118,8 +118,7 @@ int prefill_sm90_smem_bytes(const Spec& s, const Config& c, KernelKind kind) {
   const int dq = 64 * blocks64(s.head_dim / int8_pairs), dv = 64 * blocks64(s.head_dim_v);
   const int barriers = 8 * (1 + 4 * c.stages + (kind == KernelKind::prefill_paged ? 1 : 0) + (c.persistent ? 1 : 0));
   const int o_tile = c.persistent ? c.block_m * dv : 0;
-  // int8: a ring of fp32 key scales and their biases (features/s32_to_f32.cuh)
-  const int key_scales = int8_pairs == 2 ? 8 * c.stages * c.block_n : 0;
+  const int key_scales = int8_pairs == 2 ? 4 * c.stages * c.block_n : 0;  // int8: a ring of fp32 key scales
   // int8_qkv: the raw int8 V ring (TMA lands it, the producer widens it into the V ring) and its
   // raw_full / raw_empty barriers.
   const bool qkv = s.quant == QuantMode::int8_qkv;

@@ -158,8 +158,7 @@ struct PrefillSm90 {
     // int8_qkv: stage s of the raw V ring, after the V ring; int8: the key-scale ring after that.
     __device__ u16* raw_v(int s) const { return v + STAGES * VTile::kElems + s * RawVTile::kElems; }
     __device__ float* key_scales(int s) const {
-      return reinterpret_cast<float*>(v + STAGES * VTile::kElems + Int8::template kRawVBytes<DV> / 2) +
-             s * Int8::kScaleFloats;
+      return reinterpret_cast<float*>(v + STAGES * VTile::kElems + Int8::template kRawVBytes<DV> / 2) + s * BN;
     }
     __device__ u64* raw_full(int s) const { return reinterpret_cast<u64*>(bar + 1) + s; }
     __device__ u64* raw_empty(int s) const { return reinterpret_cast<u64*>(bar + 1) + STAGES + s; }
