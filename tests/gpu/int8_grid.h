@@ -56,8 +56,11 @@ inline std::vector<GridCase> int8_grid() {
         g.spec = k.spec;
         g.kind = kind;
         AttentionCase& c = g.call;
-        c.q_scale_head_major = i % 2 == 1;
-        c.layout = layouts[i % layouts.size()];
+        // Paged prefill falls on i = 1 mod 4 (four cases a kernel): its layout and q-scale layout
+        // rotate with the kernel instead, so it meets the fork's HND cache and both q-scale layouts.
+        const int r = kind == KernelKind::prefill_paged ? i / 4 : i;
+        c.q_scale_head_major = r % 2 == 1;
+        c.layout = layouts[r % layouts.size()];
         c.page_table = all_page_table_forms()[i % 3];
         c.page_size = kPageSizes[i % 3];  // 16, 32, 64
         c.num_blocks = 2048;
@@ -80,7 +83,7 @@ inline std::vector<GridCase> int8_grid() {
                  std::to_string(c.num_splits);
         }
         g.name = name + (c.q_scale_head_major ? "_qsHT" : "_qsTH");
-        if (kind != KernelKind::decode) {  // on both prefill families (prefill_sm90 refuses D 80)
+        if (kind != KernelKind::decode) {  // on both prefill families
           GridCase sm90 = g;
           sm90.family = "prefill_sm90";
           sm90.name = "sm90_" + g.name;
