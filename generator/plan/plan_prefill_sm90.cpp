@@ -7,10 +7,11 @@ namespace {
 
 int blocks64(int d) { return (d + 63) / 64; }
 
-// Paged int8 prefill on prefill_sm90 (the int8 K plane by TMA per page, key scales through the page
-// list, int8_qkv's V widened by the producer) is planned when a config names the family, but the
-// heuristic and the tuner keep prefill_sm80 until a GPU run confirms it (docs/kernels-int8.md,
-// "Paged int8 prefill on prefill_sm90"). The one switch that makes it the default: true here.
+// Paged int8 prefill on prefill_sm90 (the int8 K plane by TMA per page, its key scales by a bulk
+// copy per page box, int8_qkv's V widened by the producer) is planned when a config names the
+// family, but the heuristic and the tuner keep prefill_sm80 until a GPU run confirms it
+// (docs/kernels-int8.md, "Paged int8 prefill on prefill_sm90"). The one switch that makes it the
+// default: true here.
 constexpr bool kPagedInt8PrefillSm90IsDefault = false;
 
 bool is_int8(const Spec& s) { return s.quant == QuantMode::int8_qkv || s.quant == QuantMode::int8_qk; }
