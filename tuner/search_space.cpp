@@ -89,6 +89,15 @@ std::vector<Config> sm90_space(const Spec& s, KernelKind kind, const std::string
       c.persistent = !d.persistent;
       out.push_back(c);
     }
+    // Block-sparse: the band on wide tiles, the vertical blocks on narrow ones (two sparse blocks
+    // per stage), at the default's other settings.
+    if (kind == KernelKind::prefill && s.quant == QuantMode::none && s.sparse.enabled &&
+        s.sparse.block_size % 16 == 0 && 2 * s.sparse.block_size <= 256) {
+      c = d;
+      c.block_n = 2 * s.sparse.block_size;
+      c.mixed_tiles = true;
+      out.push_back(c);
+    }
   }
   return out;
 }

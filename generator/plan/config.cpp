@@ -11,6 +11,7 @@ std::string Config::short_name() const {
                   std::to_string(warps) + "s" + std::to_string(stages);
   if (family == "prefill_sm90" && !pingpong) s += "np";
   if (family == "prefill_sm90" && persistent) s += "ps";
+  if (family == "prefill_sm90" && mixed_tiles) s += "mx";
   return s;
 }
 
@@ -23,6 +24,7 @@ std::string Config::to_json() const {
   j["stages"] = stages;
   if (family == "prefill_sm90") j["pingpong"] = pingpong;
   if (family == "prefill_sm90" && persistent) j["persistent"] = true;
+  if (family == "prefill_sm90" && mixed_tiles) j["mixed_tiles"] = true;
   return j.dump();
 }
 
@@ -44,9 +46,9 @@ Config Config::from_json(const std::string& text, const Config& base) {
       c.family = it->get<std::string>();
       continue;
     }
-    if (key == "pingpong" || key == "persistent") {
+    if (key == "pingpong" || key == "persistent" || key == "mixed_tiles") {
       if (!it->is_boolean()) throw std::invalid_argument("config." + key + ": expected true or false");
-      (key == "pingpong" ? c.pingpong : c.persistent) = it->get<bool>();
+      (key == "pingpong" ? c.pingpong : key == "persistent" ? c.persistent : c.mixed_tiles) = it->get<bool>();
       continue;
     }
     int* field = key == "block_m"  ? &c.block_m
@@ -56,7 +58,8 @@ Config Config::from_json(const std::string& text, const Config& base) {
                                     : nullptr;
     if (!field)
       throw std::invalid_argument("config." + key +
-                                  ": unknown field; allowed: family, block_m, block_n, warps, stages, pingpong, persistent");
+                                  ": unknown field; allowed: family, block_m, block_n, warps, stages, pingpong, "
+                                  "persistent, mixed_tiles");
     if (!it->is_number_integer()) throw std::invalid_argument("config." + key + ": expected an integer");
     *field = it->get<int>();
   }

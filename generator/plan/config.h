@@ -18,10 +18,14 @@ struct Config {
   // prefill_sm90: one block per SM walks several (q tile, head, request) items, loading the next
   // item's Q and K/V while it stores the last one's output (docs/kernels-block-sparse.md).
   bool persistent = false;
+  // prefill_sm90, block-sparse: the local band in key tiles of block_n, the vertical blocks in tiles
+  // of one sparse block (block_n / 2) filling half a stage (docs/kernels-block-sparse.md).
+  bool mixed_tiles = false;
 
-  // "m128n64w8s2" (+ "np" for prefill_sm90 without ping-pong, + "ps" persistent): short, stable,
-  // used in kernel names. JSON names pingpong and persistent only for prefill_sm90 (persistent only
-  // when set), so other families' configs (and their records) read as before.
+  // "m128n64w8s2" (+ "np" for prefill_sm90 without ping-pong, + "ps" persistent, + "mx" mixed
+  // tiles): short, stable, used in kernel names. JSON names pingpong, persistent and mixed_tiles
+  // only for prefill_sm90 (the last two only when set), so other families' configs (and their
+  // records) read as before.
   std::string short_name() const;
   std::string to_json() const;
   // Fields present in `json` override `base`; throws std::invalid_argument naming the field.

@@ -29,6 +29,23 @@ std::string prefill_sm90_int8_refusal(const Spec& s) {
   return "";
 }
 
+// mixed_tiles: wide tiles over the local band, narrow ones (one sparse block) over the vertical
+// blocks, in one ring of block_n-row stages (Sparse::MixedTiles).
+void check_mixed_tiles(const Spec& s, KernelKind kind, const Config& c) {
+  const std::string off = " (mixed_tiles: false)";
+  if (!s.sparse.enabled)
+    throw BadConfig("mixed_tiles splits the key tiles of a block_sparse pattern; the spec has none" + off);
+  if (kind != KernelKind::prefill)
+    throw BadConfig(std::string("mixed_tiles reads contiguous K/V; a ") + to_string(kind) +
+                    " kernel has one tile width" + off);
+  if (s.quant != QuantMode::none)
+    throw BadConfig(std::string("mixed_tiles is built for 16-bit Q/K, not quant ") + to_string(s.quant) + off);
+  if (c.block_n != 2 * s.sparse.block_size || s.sparse.block_size % 16 != 0)
+    throw BadConfig("mixed_tiles: block_n " + std::to_string(c.block_n) + " must be two sparse blocks of whole k16 " +
+                    "steps (block_size " + std::to_string(s.sparse.block_size) + ": block_n " +
+                    std::to_string(2 * s.sparse.block_size) + ")" + off);
+}
+
 void check_config(const Spec& s, KernelKind kind, const Config& c, const ArchInfo& arch) {
   if (c.block_m != 128 && c.block_m != 192)
     throw BadConfig("block_m " + std::to_string(c.block_m) + "; prefill_sm90 gives each consumer warpgroup 64 rows " +
@@ -43,6 +60,7 @@ void check_config(const Spec& s, KernelKind kind, const Config& c, const ArchInf
   if (c.persistent && s.quant != QuantMode::none)
     throw BadConfig(std::string("persistent prefill_sm90 blocks are not verified with int8 Q/K (quant ") +
                     to_string(s.quant) + "): int8 runs one block per item (persistent: false)");
+  if (c.mixed_tiles) check_mixed_tiles(s, kind, c);
   check_key_tiles(c, prefill_sm90_smem_bytes(s, c, kind), arch, 4);
 }
 
@@ -96,10 +114,11 @@ Config default_prefill_sm90_config(const Spec& s, KernelKind kind) {
   // (n128 spills 60 bytes with window, softcap, sqrt-ALiBi and LSE), 64 at d256 (n96 and n80 spill
   // 36 and 8 bytes with sqrt-ALiBi and LSE).
   if (s.quant != QuantMode::none && d > 128) c.block_n = std::min(c.block_n, d > 192 ? 64 : 112);
-  // Paged int8 at d192: 96 (its consumers keep 232 registers beside the paged producer's 32, and
-  // n112 spilled 4 bytes there with sqrt-ALiBi and LSE).
-  if (s.quant != QuantMode::none && kind == KernelKind::prefill_paged && d > 128 && d <= 192)
-    c.block_n = std::min(c.block_n, 96);
+  // Paged int8 above d128: 80 keys at d192, 48 at d256 (its consumers keep 232 registers beside
+  // the paged producer's 32 and make the key scales' biases themselves; with sqrt-ALiBi and LSE
+  // n96 spilled 40 bytes at d192 and n64 4 bytes at d256).
+  if (s.quant != QuantMode::none && kind == KernelKind::prefill_paged && d > 128)
+    c.block_n = std::min(c.block_n, d > 192 ? 48 : 80);
   // Block-sparse contiguous prefill: persistent blocks, where the output tile fits beside the
   // others (they hide each item's Q load and pipeline fill: -2 % at m128n64; and hold Q in
   // registers at 2 x 64 rows and d <= 128: -6 % more). Not int8's (check_config says why).
@@ -118,7 +137,8 @@ int prefill_sm90_smem_bytes(const Spec& s, const Config& c, KernelKind kind) {
   const int dq = 64 * blocks64(s.head_dim / int8_pairs), dv = 64 * blocks64(s.head_dim_v);
   const int barriers = 8 * (1 + 4 * c.stages + (kind == KernelKind::prefill_paged ? 1 : 0) + (c.persistent ? 1 : 0));
   const int o_tile = c.persistent ? c.block_m * dv : 0;
-  const int key_scales = int8_pairs == 2 ? 4 * c.stages * c.block_n : 0;  // int8: a ring of fp32 key scales
+  // int8: a ring of fp32 key scales and their biases (features/s32_to_f32.cuh)
+  const int key_scales = int8_pairs == 2 ? 8 * c.stages * c.block_n : 0;
   // int8_qkv: the raw int8 V ring (TMA lands it, the producer widens it into the V ring) and its
   // raw_full / raw_empty barriers.
   const bool qkv = s.quant == QuantMode::int8_qkv;

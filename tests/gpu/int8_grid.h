@@ -40,6 +40,11 @@ inline std::vector<GridKernel> int8_kernels() {
   });
   add("i8qk_d256g4_win_softcap", int8_spec(Q::int8_qk, DType::bf16, 256, 8, 2, kWindow256),
       [](Spec& s) { s.softcap = 30.f; });
+  // prefill_sm90's int8_qkv widening loop for Dv whose 16-byte pieces per row do not divide 8
+  // (d64 and d128 above take the lane-constant one), with 64-key tiles: contiguous prefill only
+  // (on both prefill families).
+  out.push_back(
+      {"i8qkv_d256g4_bf16", int8_spec(Q::int8_qkv, DType::bf16, 256, 8, 2, kCausal), {KernelKind::prefill}});
   return out;
 }
 

@@ -36,7 +36,7 @@
 //   Element (bf16_t | fp16_t), kHeadDim, kHeadDimV (multiples of 8, <= 256, Dv's 64-column blocks
 //   no more than D's), kGroup, kBlockM (= 64 * kConsumerWarpgroups), kBlockN, kStages,
 //   kConsumerWarpgroups (2 or 3), kPingpong, kMask (MaskKind), kSoftcap, kAlibi (Alibi), kSinks,
-//   kLse (LseOut), kPaged, kPersistent; int8 kernels also kInt8 (Q·Kᵀ on s8 wgmma; int8_qkv's V
+//   kLse (LseOut), kPaged, kPersistent, kMixedTiles; int8 kernels also kInt8 (Q·Kᵀ on s8 wgmma; int8_qkv's V
 //   widened by the producer: prefill_sm90_int8.cuh).
 #pragma once
 
@@ -73,6 +73,10 @@ struct PrefillSm90 {
   static constexpr bool kPaged = T::kPaged;
   static constexpr bool kPersistent = T::kPersistent;
   static_assert(!(kPersistent && kPaged), "persistent blocks read contiguous K/V");
+  // Mixed tiles (block-sparse, contiguous, 16-bit): the local band in tiles of BN keys, the vertical
+  // blocks in tiles of BN / 2 (one sparse block) filling half a stage (Sparse::MixedTiles).
+  static constexpr bool kMixed = T::kMixedTiles;
+  static_assert(!(kMixed && kPaged), "mixed tiles read contiguous K/V");
   // Registers per thread after setmaxnreg: the producer keeps few, the consumers take the rest of
   // what the block was launched with (kLaunchRegs: setmaxnreg.inc draws on the block's own
   // registers, so a sum above it never completes). The paged producer warp holds its boxes' pages
@@ -113,7 +117,14 @@ struct PrefillSm90 {
   struct TileListOf<S, true> {
     using type = typename S::template Tiles<BN>;
   };
-  using TileList = typename TileListOf<Sparse>::type;
+  template <class S>
+  struct MixedListOf {
+    static_assert(S::kEnabled && S::kBlock * 2 == BN, "mixed tiles: BN keys are two sparse blocks");
+    using type = typename S::MixedTiles;
+  };
+  using TileList = typename conditional<kMixed, MixedListOf<Sparse>, TileListOf<Sparse>>::type::type;
+  // K/V tiles land in TMA boxes of kBoxRows rows (mixed: one narrow tile); a stage holds BN rows.
+  static constexpr int kBoxRows = kMixed ? BN / 2 : BN;
 
   // Shared memory: Q, the K ring, the V ring, (int8_qkv) the raw V ring, (int8) the key-scale ring,
   // (persistent) O, then the barriers; 1 KiB of slack aligns the tiles.
@@ -147,7 +158,8 @@ struct PrefillSm90 {
     // int8_qkv: stage s of the raw V ring, after the V ring; int8: the key-scale ring after that.
     __device__ u16* raw_v(int s) const { return v + STAGES * VTile::kElems + s * RawVTile::kElems; }
     __device__ float* key_scales(int s) const {
-      return reinterpret_cast<float*>(v + STAGES * VTile::kElems + Int8::template kRawVBytes<DV> / 2) + s * BN;
+      return reinterpret_cast<float*>(v + STAGES * VTile::kElems + Int8::template kRawVBytes<DV> / 2) +
+             s * Int8::kScaleFloats;
     }
     // int8_qkv's raw-ring barriers, after v_tail (paged) or q_empty (persistent) where there is one.
     static constexpr int kOneMoreBarrier = kPaged || kPersistent ? 1 : 0;
@@ -189,7 +201,11 @@ struct PrefillSm90 {
     b.rows_here = min(BM, b.sq - b.m0);
     const Mask<T::kMask> mask(b.sq, b.sk, p.window_left, p.window_right);
     const BlockRange r = block_range<BN>(mask, b.m0, b.m0 + b.rows_here, b.sk, 0, 1);
-    if constexpr (Sparse::kEnabled)
+    if constexpr (kMixed) {
+      const BlockRange rb = block_range<kBoxRows>(mask, b.m0, b.m0 + b.rows_here, b.sk, 0, 1);
+      b.tiles = TileList(b.m0 + mask.shift, b.m0 + b.rows_here - 1 + mask.shift, rb.n_begin / kBoxRows,
+                         rb.n_begin / kBoxRows + rb.n_tiles, b.head);
+    } else if constexpr (Sparse::kEnabled)
       b.tiles = TileList(b.m0 + mask.shift, b.m0 + b.rows_here - 1 + mask.shift, r.n_begin / BN,
                          r.n_begin / BN + r.n_tiles, b.head);
     else
@@ -280,6 +296,15 @@ struct PrefillSm90 {
     if constexpr (Sparse::kEnabled) return i == 0 ? b.tiles.first() : b.tiles.next(prev);
     else return b.tiles.first() + i;
   }
+  // Tile t's first key and whether it is BN keys wide (mixed: else BN / 2).
+  __device__ static int tile_key0(int t) {
+    if constexpr (kMixed) return TileList::block(t) * kBoxRows;
+    else return t * BN;
+  }
+  __device__ static bool tile_wide(int t) {
+    if constexpr (kMixed) return TileList::wide(t);
+    else return true;
+  }
 
   // ---- producer -----------------------------------------------------------------------------
 
@@ -302,10 +327,14 @@ struct PrefillSm90 {
                          int tile_bytes, int rows, int i, int tile) {
       const int j = pr.tiles + i, s = j % STAGES;  // the rings run on across a block's items
       mbar_wait(&empty[s], ((j / STAGES) & 1) ^ 1);  // the consumers have released this stage
-      mbar_arrive_expect_tx(&full[s], tile_bytes);
-      const int row = b.k_begin + tile * BN;
-      for (int c = 0; c < blocks; ++c)
-        tma_load_3d(dst + s * tile_elems + c * rows * 64, map, &full[s], c * 64, b.kv_head, row);
+      const bool wide = tile_wide(tile);  // mixed: a narrow tile fills half the stage
+      mbar_arrive_expect_tx(&full[s], wide ? tile_bytes : tile_bytes / 2);
+      const int row = b.k_begin + tile_key0(tile);
+      for (int c = 0; c < blocks; ++c) {
+        u16* box = dst + s * tile_elems + c * rows * 64;
+        tma_load_3d(box, map, &full[s], c * 64, b.kv_head, row);
+        if (kMixed && wide) tma_load_3d(box + kBoxRows * 64, map, &full[s], c * 64, b.kv_head, row + kBoxRows);
+      }
     };
     auto load_k = [&](int i, int tile) {
       load_tile(&maps.k, sm.k, sm.bar->k_full, sm.bar->k_empty, KTile::kBlocks, KTile::kElems, KTile::kBytes, BN, i,
@@ -387,7 +416,7 @@ struct PrefillSm90 {
       __syncwarp();
       load_paged_box<BN>(ring.tiles + s * tile_bytes, map, full, blocks, b.kv_head, boxes.rows, page, slot, lane);
       if (with_key_scales)
-        load_paged_key_scales(p, key_scales + s * BN * 4, full, b.kv_head, boxes.rows, page, slot, lane);
+        load_paged_key_scales(p, key_scales + s * Int8::kScaleFloats * 4, full, b.kv_head, boxes.rows, page, slot, lane);
     };
     constexpr int kVBlocks = Int8::kWidenV ? RawVTile::kBlocks : VTile::kBlocks;
     constexpr int kVBytes = Int8::kWidenV ? RawVTile::kBytes : VTile::kBytes;
@@ -447,31 +476,44 @@ struct PrefillSm90 {
     }
   }
 
-  // S = Q K^T for this warpgroup's 64 rows and the K tile in stage s (issued, not waited).
-  __device__ static void issue_qk(float (&s)[BN / 8][4], const QFrags& qf, const Smem& sm, int cw, int stage) {
+  // The first N / 8 column groups of a tile's S (or N / 16 k-steps of its P): a narrow tile's.
+  template <int N>
+  __device__ static float (&cols(float (&s)[BN / 8][4]))[N / 8][4] {
+    return *reinterpret_cast<float(*)[N / 8][4]>(&s);
+  }
+  template <int N>
+  __device__ static u32 (&ksteps(u32 (&pf)[BN / 16][4]))[N / 16][4] {
+    return *reinterpret_cast<u32(*)[N / 16][4]>(&pf);
+  }
+
+  // S = Q K^T for this warpgroup's 64 rows and the N keys of the K tile in stage s (issued, not waited).
+  template <int N>
+  __device__ static void issue_qk(float (&s)[N / 8][4], const QFrags& qf, const Smem& sm, int cw, int stage) {
     const u32 q = smem_u32(sm.q), k = smem_u32(sm.k_stage(stage));
     if constexpr (Int8::kOn) {
       Int8::template issue_qk<QTile, KTile>(s, q, k, cw * 64);
     } else {
 #pragma unroll
       for (int kk = 0; kk < KSTEPS; ++kk) {
-        if constexpr (kQInRegisters) wgmma_rs<E, BN, 0>(s, qf[kk], KTile::desc_k_major(k, 0, kk), kk > 0);
-        else wgmma_ss<E, BN, 0>(s, QTile::desc_k_major(q, cw * 64, kk), KTile::desc_k_major(k, 0, kk), kk > 0);
+        if constexpr (kQInRegisters) wgmma_rs<E, N, 0>(s, qf[kk], KTile::desc_k_major(k, 0, kk), kk > 0);
+        else wgmma_ss<E, N, 0>(s, QTile::desc_k_major(q, cw * 64, kk), KTile::desc_k_major(k, 0, kk), kk > 0);
       }
     }
   }
 
-  // O += P V with P in registers (m16n8k16 A fragments per warp) and the V tile in stage s.
-  __device__ static void issue_pv(float (&o)[DVN / 8][4], const u32 (&pf)[BN / 16][4], const Smem& sm, int stage) {
+  // O += P V with P in registers (m16n8k16 A fragments per warp) and the N rows of the V tile in stage s.
+  template <int N>
+  __device__ static void issue_pv(float (&o)[DVN / 8][4], const u32 (&pf)[N / 16][4], const Smem& sm, int stage) {
     const u32 v = smem_u32(sm.v_stage(stage));
 #pragma unroll
-    for (int kk = 0; kk < BN / 16; ++kk) wgmma_rs<PE, DVN, 1>(o, pf[kk], VTile::desc_mn_major(v, kk), true);
+    for (int kk = 0; kk < N / 16; ++kk) wgmma_rs<PE, DVN, 1>(o, pf[kk], VTile::desc_mn_major(v, kk), true);
   }
 
   // Probabilities (fp32 accumulator layout) -> the A operand of the next product.
-  __device__ static void to_operand(const float (&s)[BN / 8][4], u32 (&pf)[BN / 16][4]) {
+  template <int N>
+  __device__ static void to_operand(const float (&s)[N / 8][4], u32 (&pf)[N / 16][4]) {
 #pragma unroll
-    for (int kk = 0; kk < BN / 16; ++kk) {
+    for (int kk = 0; kk < N / 16; ++kk) {
       pf[kk][0] = pack2<PE>(s[2 * kk][0], s[2 * kk][1]);
       pf[kk][1] = pack2<PE>(s[2 * kk][2], s[2 * kk][3]);
       pf[kk][2] = pack2<PE>(s[2 * kk + 1][0], s[2 * kk + 1][1]);
@@ -492,107 +534,164 @@ struct PrefillSm90 {
     if constexpr (kPingpong) named_barrier_arrive(kTokenBarrier + (cw + 1) % W, 2 * kWarpgroupThreads);
   }
 
-  __device__ static void compute(const AttentionParams& p, const Block& b, const Smem& sm, int cw,
-                                 const Progress& pr) {
-    const int lane = threadIdx.x % 32, warp = (threadIdx.x / 32) % 4;
-    const int row0 = cw * 64 + warp * 16 + lane / 4;  // and row0 + 8, within the block
-    const int col0 = (lane % 4) * 2;
-    const int tok[2] = {b.m0 + row0, b.m0 + row0 + 8};
-    const Mask<T::kMask> mask(b.sq, b.sk, p.window_left, p.window_right);
+  // One consumer warpgroup's work on one item: its registers (O, S, P, the softmax state) and the
+  // steps of its key-tile loop as templates on the tile widths (NQ keys in the tile whose Q K^T is
+  // issued, NP in the one whose P V is; mixed tiles mix BN and BN / 2). Every method inlines, so
+  // the members stay in registers.
+  struct Consumer {
     // int8: the transform's multiplier is folded into the q scales (PrefillInt8::FoldedScore).
-    const typename conditional<Int8::kOn, typename Int8::FoldedScore, ScoreTransform<T::kSoftcap>>::type score(p);
-    const AlibiBias<T::kAlibi> alibi[2] = {AlibiBias<T::kAlibi>(p, b.seq, b.head),
-                                           AlibiBias<T::kAlibi>(p, b.seq, b.head)};
-    const int t1 = b.m0 + b.rows_here;
+    using Score = typename conditional<Int8::kOn, typename Int8::FoldedScore, ScoreTransform<T::kSoftcap>>::type;
+    const Block& b;
+    const Smem& sm;
+    const Progress& pr;
+    const int cw, row0, col0, t1;  // row0 and row0 + 8: the thread's rows within the block
+    const int tok[2];
+    const Mask<T::kMask> mask;
+    const Score score;
+    const AlibiBias<T::kAlibi> alibi[2];
+    const typename Sparse::Row rows[2];
     Int8 int8;
-    int8.init(p, b.head, b.q_begin, b.sq, tok);
-    const typename Sparse::Row rows[2] = {typename Sparse::Row(b.head), typename Sparse::Row(b.head)};
-    auto logits = [&](float (&s)[BN / 8][4], int tile) {
-      const int n0 = tile * BN;
-      const bool need_mask = mask.tile_needs_mask(b.m0, t1, n0, n0 + BN, b.sk) ||
-                             !Sparse::tile_full(b.m0 + mask.shift, t1 - 1 + mask.shift, n0, n0 + BN, b.head, b.head);
-      apply_logits(s, score, alibi, mask, rows, tok, n0, col0, b.sk, need_mask);
-    };
-
     float o[DVN / 8][4];
-#pragma unroll
-    for (int i = 0; i < DVN / 8; ++i)
-#pragma unroll
-      for (int c = 0; c < 4; ++c) o[i][c] = 0.f;
     OnlineSoftmax<2> softmax;
     u32 pf[BN / 16][4];
     float s[BN / 8][4];
     float rescale[2];
+    QFrags qf;
 
+    __device__ __forceinline__ Consumer(const AttentionParams& p, const Block& b_, const Smem& sm_, int cw_,
+                                        const Progress& pr_)
+        : b(b_), sm(sm_), pr(pr_), cw(cw_), row0(cw_ * 64 + (threadIdx.x / 32) % 4 * 16 + threadIdx.x % 32 / 4),
+          col0(threadIdx.x % 4 * 2), t1(b_.m0 + b_.rows_here), tok{b_.m0 + row0, b_.m0 + row0 + 8},
+          mask(b_.sq, b_.sk, p.window_left, p.window_right), score(p),
+          alibi{AlibiBias<T::kAlibi>(p, b_.seq, b_.head), AlibiBias<T::kAlibi>(p, b_.seq, b_.head)},
+          rows{typename Sparse::Row(b_.head), typename Sparse::Row(b_.head)} {
+      int8.init(p, b.head, b.q_begin, b.sq, tok);
+#pragma unroll
+      for (int i = 0; i < DVN / 8; ++i)
+#pragma unroll
+        for (int c = 0; c < 4; ++c) o[i][c] = 0.f;
+    }
+
+    // Stage and phase of the i-th tile of this item (the rings run on across a block's items).
+    __device__ __forceinline__ int stage(int i) const { return (pr.tiles + i) % STAGES; }
+    __device__ __forceinline__ int phase(int i) const { return ((pr.tiles + i) / STAGES) & 1; }
+    __device__ __forceinline__ void q_read() const {  // persistent: the producer may load the next item's Q
+      if constexpr (kPersistent) release(sm.q_empty());
+    }
+
+    template <int N>
+    __device__ __forceinline__ void logits(float (&sq)[N / 8][4], int tile) {
+      const int n0 = tile_key0(tile);
+      const bool need_mask = mask.tile_needs_mask(b.m0, t1, n0, n0 + N, b.sk) ||
+                             !Sparse::tile_full(b.m0 + mask.shift, t1 - 1 + mask.shift, n0, n0 + N, b.head, b.head);
+      apply_logits(sq, score, alibi, mask, rows, tok, n0, col0, b.sk, need_mask);
+    }
+
+    // Tile 0: its Q K^T alone, then its softmax.
+    template <int NQ>
+    __device__ __forceinline__ void first(int tile) {
+      auto& sq = cols<NQ>(s);
+      mbar_wait(&sm.bar->k_full[stage(0)], phase(0));
+      wgmma_fence();
+      issue_qk<NQ>(sq, qf, sm, cw, stage(0));
+      wgmma_commit();
+      wgmma_wait<0>();
+      fence_operand(sq);
+      int8.scale(s, sm.key_scales(stage(0)), col0);
+      release(&sm.bar->k_empty[stage(0)]);
+      logits<NQ>(sq, tile);
+      int8.softmax_update(softmax, sq, rescale);  // 16-bit: softmax.update
+      to_operand<NQ>(sq, ksteps<NQ>(pf));
+    }
+
+    // Tile i: Q K_i^T is issued before P_{i-1} V_{i-1}, so the softmax of tile i runs while the
+    // second product is still on the tensor cores.
+    template <int NQ, int NP>
+    __device__ __forceinline__ void step(int i, int tile) {
+      auto& sq = cols<NQ>(s);
+      const int st = stage(i), prev = stage(i - 1);
+      token_wait(cw);
+      mbar_wait(&sm.bar->k_full[st], phase(i));
+      fence_operand(o);
+      wgmma_fence();
+      issue_qk<NQ>(sq, qf, sm, cw, st);
+      wgmma_commit();
+      mbar_wait(&sm.bar->v_full[prev], phase(i - 1));
+      issue_pv<NP>(o, ksteps<NP>(pf), sm, prev);
+      wgmma_commit();
+      token_pass(cw);
+      wgmma_wait<1>();
+      fence_operand(sq);
+      int8.scale(s, sm.key_scales(st), col0);
+      release(&sm.bar->k_empty[st]);
+      logits<NQ>(sq, tile);
+      int8.softmax_update(softmax, sq, rescale);  // 16-bit: softmax.update
+      wgmma_wait<0>();
+      fence_operand(o);
+      release(&sm.bar->v_empty[prev]);
+      OnlineSoftmax<2>::rescale_o(o, rescale);
+      to_operand<NQ>(sq, ksteps<NQ>(pf));
+    }
+
+    // The last tile's P V.
+    template <int NP>
+    __device__ __forceinline__ void last_pv(int last) {
+      wgmma_fence();
+      issue_pv<NP>(o, ksteps<NP>(pf), sm, last);
+      wgmma_commit();
+    }
+
+    // The same at the widths of tile (and prev): one branch per pair of widths.
+    __device__ __forceinline__ void first_at(int tile) {
+      if (tile_wide(tile)) first<BN>(tile);
+      else first<kBoxRows>(tile);
+    }
+    __device__ __forceinline__ void step_at(int i, int tile, int prev) {
+      if (tile_wide(tile)) {
+        if (tile_wide(prev)) step<BN, BN>(i, tile);
+        else step<BN, kBoxRows>(i, tile);
+      } else {
+        if (tile_wide(prev)) step<kBoxRows, BN>(i, tile);
+        else step<kBoxRows, kBoxRows>(i, tile);
+      }
+    }
+    __device__ __forceinline__ void last_pv_at(int last, int tile) {
+      if (tile_wide(tile)) last_pv<BN>(last);
+      else last_pv<kBoxRows>(last);
+    }
+  };
+
+  __device__ static void compute(const AttentionParams& p, const Block& b, const Smem& sm, int cw,
+                                 const Progress& pr) {
+    Consumer c(p, b, sm, cw, pr);
     if (kPingpong && cw == 0) named_barrier_arrive(kTokenBarrier, 2 * kWarpgroupThreads);  // the first turn
     mbar_wait(&sm.bar->q_full, pr.items & 1);
-    // Stage and phase of the i-th tile of this item (the rings run on across a block's items).
-    auto stage = [&](int i) { return (pr.tiles + i) % STAGES; };
-    auto phase = [&](int i) { return ((pr.tiles + i) / STAGES) & 1; };
-    auto q_read = [&] {  // persistent: the producer may load the next item's Q
-      if constexpr (kPersistent) release(sm.q_empty());
-    };
-    QFrags qf;
     if constexpr (kQInRegisters) {
-      load_q_frags(qf, sm, row0, col0);
+      load_q_frags(c.qf, sm, c.row0, c.col0);
       __syncwarp();
-      q_read();
+      c.q_read();
     }
 
     if (b.n_tiles > 0) {
-      mbar_wait(&sm.bar->k_full[stage(0)], phase(0));
-      wgmma_fence();
-      issue_qk(s, qf, sm, cw, stage(0));
-      wgmma_commit();
-      wgmma_wait<0>();
-      fence_operand(s);
-      int8.scale(s, sm.key_scales(stage(0)), col0);
-      release(&sm.bar->k_empty[stage(0)]);
       int tile = tile_at(b, 0, 0);
-      logits(s, tile);
-      int8.softmax_update(softmax, s, rescale);  // 16-bit: softmax.update
-      to_operand(s, pf);
-
-      // Tile i: Q K_i^T is issued before P_{i-1} V_{i-1}, so the softmax of tile i runs while
-      // the second product is still on the tensor cores.
+      c.first_at(tile);
       for (int i = 1; i < b.n_tiles; ++i) {
-        const int st = stage(i), prev = stage(i - 1);
-        token_wait(cw);
-        mbar_wait(&sm.bar->k_full[st], phase(i));
-        fence_operand(o);
-        wgmma_fence();
-        issue_qk(s, qf, sm, cw, st);
-        wgmma_commit();
-        mbar_wait(&sm.bar->v_full[prev], phase(i - 1));
-        issue_pv(o, pf, sm, prev);
-        wgmma_commit();
-        token_pass(cw);
-        wgmma_wait<1>();
-        fence_operand(s);
-        int8.scale(s, sm.key_scales(st), col0);
-        release(&sm.bar->k_empty[st]);
-        logits(s, tile = tile_at(b, i, tile));
-        int8.softmax_update(softmax, s, rescale);  // 16-bit: softmax.update
-        wgmma_wait<0>();
-        fence_operand(o);
-        release(&sm.bar->v_empty[prev]);
-        OnlineSoftmax<2>::rescale_o(o, rescale);
-        to_operand(s, pf);
+        const int prev = tile;
+        tile = tile_at(b, i, tile);
+        c.step_at(i, tile, prev);
       }
 
-      if constexpr (!kQInRegisters) q_read();
-      const int last = stage(b.n_tiles - 1);
+      if constexpr (!kQInRegisters) c.q_read();
+      const int last = c.stage(b.n_tiles - 1);
       if (tail_tile(b, tile)) mbar_wait(sm.v_tail(), 0);
-      else mbar_wait(&sm.bar->v_full[last], phase(b.n_tiles - 1));
-      fence_operand(o);
-      wgmma_fence();
-      issue_pv(o, pf, sm, last);
-      wgmma_commit();
+      else mbar_wait(&sm.bar->v_full[last], c.phase(b.n_tiles - 1));
+      fence_operand(c.o);
+      c.last_pv_at(last, tile);
       wgmma_wait<0>();
-      fence_operand(o);
+      fence_operand(c.o);
       release(&sm.bar->v_empty[last]);
     } else if constexpr (!kQInRegisters) {
-      q_read();
+      c.q_read();
     }
     // The first warpgroup's opening turn leaves one pass from the last warpgroup unclaimed.
     if (kPingpong && cw == 0) named_barrier_sync(kTokenBarrier, 2 * kWarpgroupThreads);
@@ -601,11 +700,11 @@ struct PrefillSm90 {
     if constexpr (T::kSinks) {
       const float sink = p.sinks[b.head] * kLog2e;
       const float sink2[2] = {sink, sink};
-      softmax.template finish<true>(inv_sum, lse2, sink2);
+      c.softmax.template finish<true>(inv_sum, lse2, sink2);
     } else {
-      softmax.finish(inv_sum, lse2);
+      c.softmax.finish(inv_sum, lse2);
     }
-    store(p, b, sm, cw, row0, col0, o, inv_sum, lse2);
+    store(p, b, sm, cw, c.row0, c.col0, c.o, inv_sum, lse2);
   }
 
   // ---- epilogue -----------------------------------------------------------------------------

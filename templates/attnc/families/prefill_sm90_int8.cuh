@@ -6,7 +6,9 @@
 // s8 x s8 -> s32 wgmma (k32 steps, both operands K-major, sm90/wgmma_s8.cuh) into the registers of
 // the fp32 score tile. The s32 sums convert exactly (|sum| <= 256 * 127 * 127 < 2^24) and are then
 // multiplied by q_scale[row] * k_token_scale[key], as attention_sm80's int8 path does with its
-// widened tiles, before softcap, ALiBi, mask and softmax. The score transform's own multiplier
+// widened tiles, before softcap, ALiBi, mask and softmax. The conversion is features/s32_to_f32.cuh's
+// (an integer add; no I2FP, which shares MUFU.EX2's pipe), its offset folded into the key scale's
+// FFMA with a per-key bias the producer stores beside the key's scale. The score transform's own multiplier
 // (scale * log2 e, or softcap's scale / cap) is folded into the q scales at the start, so the
 // scores pay one multiplication less (FoldedScore is what is left of the transform); with neither
 // softcap nor ALiBi the q scale goes further, into the softmax's exponent FMA
@@ -29,6 +31,7 @@
 #pragma once
 
 #include "attnc/features/int8_scales.cuh"
+#include "attnc/features/s32_to_f32.cuh"
 #include "attnc/features/score.cuh"
 #include "attnc/params/params.h"
 #include "attnc/sm90/fence.cuh"
@@ -49,10 +52,13 @@ struct PrefillInt8 {
   // Columns of the Q and K tiles in 2-byte units: one per int8 pair.
   static constexpr int kQkCols = kOn ? (D + 1) / 2 : D;
   static constexpr int KSTEPS = (D + 31) / 32;  // k32 steps; TMA zero-fills the columns past D
-  // The key-scale ring (fp32, BN per stage) and the arrivals k_full takes per stage: the TMA
-  // thread's and (contiguous K) the scale warp's; paged, the scales come by bulk copy with the K
-  // boxes (prefill_sm90_paged.cuh).
-  static constexpr int kScaleBytes = kOn ? STAGES * BN * 4 : 0;
+  // The key-scale ring (fp32, per stage BN scales and BN biases -kS32Offset * scale, as
+  // (scale, scale, bias, bias) for each even/odd key pair: one 16-byte load per pair) and the
+  // arrivals k_full takes per stage: the TMA thread's and (contiguous K) the scale warp's. Paged,
+  // the stage holds the BN scales alone, bulk-copied with the K boxes (prefill_sm90_paged.cuh), and
+  // scale() makes the biases.
+  static constexpr int kScaleFloats = 2 * BN;  // per stage
+  static constexpr int kScaleBytes = kOn ? STAGES * kScaleFloats * 4 : 0;
   static constexpr int kKeyFullArrivals = kOn && !T::kPaged ? 2 : 1;
   // v_full's arrivals: the TMA thread's, or (int8_qkv) one per widening warp.
   static constexpr int kWidenWarps = 2;
@@ -85,24 +91,30 @@ struct PrefillInt8 {
       wgmma_s8_ss<BN>(si, QTile::desc_k_major(q, q_row0, kk), KTile::desc_k_major(k, 0, kk), kk > 0);
   }
 
-  // Producer warp: the scales of keys [n0, n0 + BN) of the request (0 past sk, masked there) into
-  // stage `ring`, once the consumers have released it; then one arrival on k_full. The loads are
-  // issued before the wait, so their latency passes while the stage is still in use.
+  // Producer warp: the scales of keys [n0, n0 + BN) of the request (0 past sk, masked there) and
+  // their biases into stage `ring`, once the consumers have released it; then one arrival on k_full.
+  // The loads are issued before the wait, so their latency passes while the stage is still in use.
   __device__ static void load_scales(const AttentionParams& p, float* ring, u64* full, u64* empty, int kv_head,
                                      int k_begin, int sk, int n0, int i, int lane) {
-    constexpr int kPerLane = (BN + 31) / 32;
+    constexpr int kPairsPerLane = (BN / 2 + 31) / 32;  // lane l: the key pairs l, l + 32, ...
     const float* ks = p.k_token_scale + kv_head * p.k_token_scale_head_stride;
-    float v[kPerLane];
+    float2 v[kPairsPerLane];
 #pragma unroll
-    for (int t = 0; t < kPerLane; ++t) {
-      const int j = lane + 32 * t;
-      v[t] = j < BN && n0 + j < sk ? __ldg(ks + (long long)(k_begin + n0 + j) * p.k_token_scale_row_stride) : 0.f;
+    for (int t = 0; t < kPairsPerLane; ++t) {
+      const int j = 2 * (lane + 32 * t);
+      const float* at = ks + (long long)(k_begin + n0 + j) * p.k_token_scale_row_stride;
+      v[t].x = j < BN && n0 + j < sk ? __ldg(at) : 0.f;
+      v[t].y = j < BN && n0 + j + 1 < sk ? __ldg(at + p.k_token_scale_row_stride) : 0.f;
     }
     if (lane == 0) mbar_wait(empty, ((i / STAGES) & 1) ^ 1);
     __syncwarp();
 #pragma unroll
-    for (int t = 0; t < kPerLane; ++t)
-      if (lane + 32 * t < BN) ring[lane + 32 * t] = v[t];
+    for (int t = 0; t < kPairsPerLane; ++t)
+      if (2 * (lane + 32 * t) < BN) {
+        float2* at = reinterpret_cast<float2*>(ring) + 2 * (lane + 32 * t);
+        at[0] = v[t];
+        at[1] = make_float2(-kS32Offset * v[t].x, -kS32Offset * v[t].y);
+      }
     __syncwarp();
     if (lane == 0) mbar_arrive(full);  // release: the stores above are seen by whoever waits on `full`
   }
@@ -124,15 +136,47 @@ struct PrefillInt8 {
         mbar_wait(v_empty, ((i / STAGES) & 1) ^ 1);
       }
       __syncwarp();
+      constexpr bool kLaneConstant = 8 % kPieces == 0 && BN % (8 * (8 / kPieces)) == 0;  // whole passes
+      if constexpr (kLaneConstant) {
+        // Lane t of the 64 owns row r8 = t % 8 of each 8-row group and piece (t / 8) % kPieces of
+        // row group (t / 8) / kPieces of each pass: the swizzle depends on the row only through
+        // row % 8, so both tiles' offsets are lane constants plus 1024 bytes per pass, and the
+        // loop is mostly the conversion (d128 SASS: 33 instructions per piece, 10 of them address
+        // and loop, where the per-piece offsets made it 55 and 32). Each 8-lane phase of a
+        // 16-byte access covers 8 rows of one piece: 8 distinct swizzled chunks, no bank conflict.
+        static_assert(kWidenWarps * 32 == 64, "8 rows x 8 pieces per pass");
+        constexpr int kRowsPerPass = 8 * (8 / kPieces);
+        // The lane read afresh for each tile (volatile: not hoisted out of the caller's loop over
+        // tiles, where the offsets below would stay live and spill the 24 registers).
+        u32 fresh_lane;
+        asm volatile("mov.u32 %0, %%laneid;\n" : "=r"(fresh_lane));
+        const int t = w * 32 + int(fresh_lane), rest = t / 8;
+        const int row = t % 8 + 8 * (rest / kPieces), piece = rest % kPieces;
+        // The piece's second 16 bytes go to the chunk whose index differs in bit 0 (columns
+        // piece * 16 + 8: chunk 2 p + 1 where the first is 2 p, both xor row % 8): element ^ 8,
+        // which row offsets (multiples of 64) leave alone; one register less than a second offset.
+        const int src = Raw::offset(row, piece * 8), out = VTile::offset(row, piece * 16);
 #pragma unroll 1
-      for (int j = w * 32 + lane; j < BN * kPieces; j += kWidenWarps * 32) {
-        const int row = j / kPieces, piece = j % kPieces;
-        const uint4 in = *reinterpret_cast<const uint4*>(raw + Raw::offset(row, piece * 8));
-        const u32 a = in.x ^ 0x80808080u, b = in.y ^ 0x80808080u, c = in.z ^ 0x80808080u, d = in.w ^ 0x80808080u;
-        *reinterpret_cast<uint4*>(dst + VTile::offset(row, piece * 16)) =
-            make_uint4(widen4_lo(a), widen4_hi(a), widen4_lo(b), widen4_hi(b));
-        *reinterpret_cast<uint4*>(dst + VTile::offset(row, piece * 16 + 8)) =
-            make_uint4(widen4_lo(c), widen4_hi(c), widen4_lo(d), widen4_hi(d));
+        for (int r = 0; r < BN; r += kRowsPerPass) {
+          const int rows = r * 64;  // r rows of 64 columns in both tiles
+          const uint4 v = *reinterpret_cast<const uint4*>(raw + src + rows);
+          const u32 a = v.x ^ 0x80808080u, b = v.y ^ 0x80808080u, c = v.z ^ 0x80808080u, d = v.w ^ 0x80808080u;
+          *reinterpret_cast<uint4*>(dst + (out + rows)) =
+              make_uint4(widen4_lo(a), widen4_hi(a), widen4_lo(b), widen4_hi(b));
+          *reinterpret_cast<uint4*>(dst + ((out + rows) ^ 8)) =
+              make_uint4(widen4_lo(c), widen4_hi(c), widen4_lo(d), widen4_hi(d));
+        }
+      } else {  // pieces per row that do not divide 8 (Dv 48, 80, 96, 112, 192, 256): offsets per piece
+#pragma unroll 1
+        for (int j = w * 32 + lane; j < BN * kPieces; j += kWidenWarps * 32) {
+          const int row = j / kPieces, piece = j % kPieces;
+          const uint4 in = *reinterpret_cast<const uint4*>(raw + Raw::offset(row, piece * 8));
+          const u32 a = in.x ^ 0x80808080u, b = in.y ^ 0x80808080u, c = in.z ^ 0x80808080u, d = in.w ^ 0x80808080u;
+          *reinterpret_cast<uint4*>(dst + VTile::offset(row, piece * 16)) =
+              make_uint4(widen4_lo(a), widen4_hi(a), widen4_lo(b), widen4_hi(b));
+          *reinterpret_cast<uint4*>(dst + VTile::offset(row, piece * 16 + 8)) =
+              make_uint4(widen4_lo(c), widen4_hi(c), widen4_lo(d), widen4_hi(d));
+        }
       }
       fence_proxy_async_shared();  // ordinary stores, read by wgmma
       __syncwarp();
@@ -187,26 +231,31 @@ struct PrefillInt8 {
     }
   }
 
-  // s32 scores (in s's registers, fenced after the wait) -> fp32 times q_scale * k_token_scale (or,
-  // kRowScaleInSoftmax, times k_token_scale only), the key scales from the K tile's stage of the
-  // ring (read before the stage is released).
+  // s32 scores (in s's registers, fenced after the wait) -> fp32 times k_token_scale (then, unless
+  // kRowScaleInSoftmax, times q_scale), the key scales and biases from the K tile's stage of the
+  // ring (read before the stage is released): x * k = fma(kOffset + x, k, -kOffset * k).
   __device__ void scale(float (&s)[BN / 8][4], const float* ring, int col0) const {
     if constexpr (kOn) {
       const int(&si)[BN / 8][4] = reinterpret_cast<const int(&)[BN / 8][4]>(s);
 #pragma unroll
       for (int i = 0; i < BN / 8; ++i) {
-        const float2 k = *reinterpret_cast<const float2*>(ring + i * 8 + col0);
-        const int lo0 = si[i][0], lo1 = si[i][1], hi0 = si[i][2], hi1 = si[i][3];
-        if constexpr (kRowScaleInSoftmax) {  // the q scale waits for the softmax
-          s[i][0] = float(lo0) * k.x;
-          s[i][1] = float(lo1) * k.y;
-          s[i][2] = float(hi0) * k.x;
-          s[i][3] = float(hi1) * k.y;
+        float4 k;  // scales x, y; biases z, w
+        if constexpr (T::kPaged) {  // the bulk-copied scales alone: the biases made here, as the producer would
+          const float2 ks = *reinterpret_cast<const float2*>(ring + i * 8 + col0);
+          k = make_float4(ks.x, ks.y, -kS32Offset * ks.x, -kS32Offset * ks.y);
         } else {
-          s[i][0] = float(lo0) * (qs[0] * k.x);
-          s[i][1] = float(lo1) * (qs[0] * k.y);
-          s[i][2] = float(hi0) * (qs[1] * k.x);
-          s[i][3] = float(hi1) * (qs[1] * k.y);
+          k = *reinterpret_cast<const float4*>(ring + (i * 8 + col0) * 2);
+        }
+        const int lo0 = si[i][0], lo1 = si[i][1], hi0 = si[i][2], hi1 = si[i][3];
+        s[i][0] = fmaf(s32_plus_offset(lo0), k.x, k.z);
+        s[i][1] = fmaf(s32_plus_offset(lo1), k.y, k.w);
+        s[i][2] = fmaf(s32_plus_offset(hi0), k.x, k.z);
+        s[i][3] = fmaf(s32_plus_offset(hi1), k.y, k.w);
+        if constexpr (!kRowScaleInSoftmax) {  // else the q scale waits for the softmax
+          s[i][0] *= qs[0];
+          s[i][1] *= qs[0];
+          s[i][2] *= qs[1];
+          s[i][3] *= qs[1];
         }
       }
     }

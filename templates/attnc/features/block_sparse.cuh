@@ -107,6 +107,44 @@ struct LocalStrided {
       return n;
     }
   };
+
+  // Two tile widths (prefill_sm90's mixed_tiles, docs/kernels-block-sparse.md): the vertical blocks
+  // below the local band as narrow tiles of one block (BS keys: a wide tile would compute a block
+  // nobody sees), then the band [band, end) as wide tiles of two blocks, so most of a q tile's work
+  // runs on the wider, faster product. An odd band starts with one narrow tile: its first block,
+  // which the later q blocks of a tall q tile no longer see. begin, end: the mask's range in
+  // blocks. A tile is coded block * 2 + wide; first(), next(t), count() as Tiles'.
+  struct MixedTiles {
+    int begin, end, band, off, last_block;
+
+    MixedTiles() = default;
+    __device__ MixedTiles(int p0, int p1, int block_begin, int block_end, int h)
+        : begin(block_begin), end(block_end), band(block_end), off(offset(h)), last_block(p1 / BS) {
+      if (LOCAL > 0) band = min(band, max(0, q_row(max(p0, 0)) - LOCAL + 1));
+      band = max(band, begin);
+    }
+    __device__ static int block(int t) { return t >> 1; }
+    __device__ static bool wide(int t) { return t & 1; }
+    __device__ static int keys(int t) { return wide(t) ? 2 * BS : BS; }
+    // The first tile starting at block kb or later (2 * end: none).
+    __device__ int from(int kb) const {
+      if (kb < band) {
+        const int v = next_vertical_block(kb, off);
+        if (v < band && v <= last_block) return 2 * v;
+        kb = band;
+      }
+      if (kb >= end) return 2 * end;
+      return 2 * kb + (kb > band || (end - band) % 2 == 0 ? 1 : 0);
+    }
+    __device__ int first() const { return from(begin); }
+    __device__ int next(int t) const { return from(block(t) + (wide(t) ? 2 : 1)); }
+    __device__ int count() const {
+      const int n = max(end - band, 0);
+      int c = n / 2 + n % 2;
+      for (int t = first(); block(t) < band; t = next(t)) ++c;
+      return c;
+    }
+  };
 };
 
 // The tiles of a dense block: [begin, end) in order.

@@ -71,6 +71,42 @@ void check_tiles(const SparsePattern& ref, int bm) {
   }
 }
 
+// prefill_sm90's mixed tiles: the blocks the list covers, in order, are exactly the blocks holding
+// a visible key (none twice, none skipped); wide tiles (two blocks) cover the local band but its
+// first block when the band is odd, narrow tiles (one block) everything else.
+template <class P, int BS, int LOCAL, int QBS>
+void check_mixed_tiles(const SparsePattern& ref, int bm) {
+  for (int p0 = 0; p0 < kSeq; p0 += bm) {
+    const int p1 = min(p0 + bm, kSeq) - 1, end = p1 / BS + 1;  // the causal mask's blocks
+    const int band = LOCAL > 0 ? max(0, p0 / QBS * (QBS / BS) - LOCAL + 1) : end;
+    for (int h = 0; h < kHeads; ++h) {
+      const typename P::MixedTiles tiles(p0, p1, 0, end, h);
+      std::vector<int> covered;
+      int wide = 0, narrow_in_band = 0;
+      for (int i = 0, t = tiles.first(); i < tiles.count(); ++i, t = tiles.next(t)) {
+        const int kb = P::MixedTiles::block(t);
+        ASSERT_EQ(P::MixedTiles::keys(t), P::MixedTiles::wide(t) ? 2 * BS : BS);
+        covered.push_back(kb);
+        if (P::MixedTiles::wide(t)) {
+          covered.push_back(kb + 1);
+          ++wide;
+          ASSERT_GE(kb, band) << "wide tile below the band, rows [" << p0 << ", " << p1 << "] head " << h;
+        } else if (kb >= band) {
+          ++narrow_in_band;
+          ASSERT_EQ(kb, band) << "narrow tile inside the band, rows [" << p0 << ", " << p1 << "] head " << h;
+        }
+      }
+      ASSERT_EQ(tiles.from(end), 2 * end) << "the list ends at the mask's end";
+      std::vector<int> expected;
+      for (int kb = 0; kb < end; ++kb)
+        if (any_visible(ref, p0, p1, kb * BS, (kb + 1) * BS, h, h)) expected.push_back(kb);
+      ASSERT_EQ(covered, expected) << "rows [" << p0 << ", " << p1 << "] head " << h;
+      ASSERT_EQ(wide, (end - band) / 2) << "rows [" << p0 << ", " << p1 << "] head " << h;
+      ASSERT_EQ(narrow_in_band, (end - band) % 2);
+    }
+  }
+}
+
 template <int BS, int LOCAL, int VS, int STEP, int BEGIN, int QBS, int G>
 void check_pattern() {
   using P = LocalStrided<BS, LOCAL, VS, STEP, BEGIN, QBS, G>;
@@ -85,6 +121,8 @@ void check_pattern() {
   check_tiles<P, 128>(ref, 128);
   check_tiles<P, 16>(ref, 64);
   check_tiles<P, 48>(ref, 192);
+  // q tiles of 2, 3 and 8 sparse blocks, and of 100 rows (straddling blocks)
+  for (int bm : {2 * BS, 3 * BS, 8 * BS, 100}) check_mixed_tiles<P, BS, LOCAL, QBS>(ref, bm);
 }
 
 TEST(BlockSparsePattern, Phi3SmallShapeScaledDown) { check_pattern<16, 4, 8, 1, 0, 16, 4>(); }
@@ -95,6 +133,31 @@ TEST(BlockSparsePattern, StepTwoWithRank) { check_pattern<16, 1, 6, 2, 5, 16, 1>
 TEST(BlockSparsePattern, QueryBlockOfThreeRows) { check_pattern<16, 2, 4, 1, 0, 48, 2>(); }
 TEST(BlockSparsePattern, NoLocalBlocks) { check_pattern<16, 0, 3, 1, 0, 32, 1>(); }
 TEST(BlockSparsePattern, VertStrideOneIsDense) { check_pattern<32, 0, 1, 1, 0, 32, 1>(); }
+
+// Phi-3-small's mixed tiles by hand: rows [40 * 64, 42 * 64) (q blocks 40 and 41) of head 0 see the
+// band 25..41 (block 25 only from q block 40) and the vertical blocks 7, 15, 23 below it: three
+// narrow vertical tiles, the band's odd first block narrow, then 8 wide tiles ending at the diagonal.
+TEST(BlockSparsePattern, Phi3SmallMixedTiles) {
+  using P = LocalStrided<64, 16, 8, 1, 0, 64, 4>;
+  const P::MixedTiles tiles(40 * 64, 42 * 64 - 1, 0, 42, 0);
+  std::vector<int> listed;
+  for (int i = 0, t = tiles.first(); i < tiles.count(); ++i, t = tiles.next(t)) listed.push_back(t);
+  const std::vector<int> expected = {2 * 7, 2 * 15, 2 * 23, 2 * 25, 2 * 26 + 1, 2 * 28 + 1, 2 * 30 + 1,
+                                     2 * 32 + 1, 2 * 34 + 1, 2 * 36 + 1, 2 * 38 + 1, 2 * 40 + 1};
+  EXPECT_EQ(listed, expected);
+  // Head 1's vertical blocks are 6, 14, 22; a q tile at the start holds only the band: rows [0, 128)
+  // see blocks 0 and 1, one wide tile.
+  const P::MixedTiles head1(40 * 64, 42 * 64 - 1, 0, 42, 1);
+  EXPECT_EQ(head1.first(), 2 * 6);
+  EXPECT_EQ(head1.count(), 12);
+  const P::MixedTiles start(0, 127, 0, 2, 0);
+  EXPECT_EQ(start.first(), 1);
+  EXPECT_EQ(start.count(), 1);
+  // A short request (one 64-row block) that ends inside a q tile: one narrow tile.
+  const P::MixedTiles short_rows(0, 40, 0, 1, 0);
+  EXPECT_EQ(short_rows.first(), 0);
+  EXPECT_EQ(short_rows.count(), 1);
+}
 
 // The seed's rule by hand (attention-semantics.md §7.4): Phi-3-small, block 64, 16 local blocks,
 // vertical stride 8, step 1.

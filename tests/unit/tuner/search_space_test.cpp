@@ -96,6 +96,24 @@ TEST(SearchSpace, PagedInt8PrefillStaysOnPrefillSm80) {
   }
 }
 
+// Block-sparse contiguous prefill tries mixed tiles once (the default at block_n = two sparse
+// blocks; the heuristic never picks it), and it survives pruning; dense and paged never do.
+TEST(SearchSpace, BlockSparsePrefillTriesMixedTilesOnce) {
+  const auto mixed = [](const std::vector<Config>& configs) {
+    return std::count_if(configs.begin(), configs.end(), [](const Config& c) { return c.mixed_tiles; });
+  };
+  const Spec s = spec_from("mask: causal\nblock_sparse: {block_size: 64, local_blocks: 16, vert_stride: 8}\n");
+  const auto configs = config_space(s, KernelKind::prefill, "sm_90a");
+  EXPECT_FALSE(configs.front().mixed_tiles);
+  ASSERT_EQ(mixed(configs), 1);
+  const Config c = *std::find_if(configs.begin(), configs.end(), [](const Config& c) { return c.mixed_tiles; });
+  EXPECT_EQ(c.short_name(), "m128n128w12s2psmx");
+  EXPECT_EQ(prune_reason(s, KernelKind::prefill, c, "sm_90a", 0), "");
+  EXPECT_EQ(Config::from_json(c.to_json()), c);
+  EXPECT_EQ(mixed(config_space(s, KernelKind::prefill_paged, "sm_90a")), 0);
+  EXPECT_EQ(mixed(config_space(spec_from(), KernelKind::prefill, "sm_90a")), 0);
+}
+
 TEST(SearchSpace, Sm90PruningFollowsTheConsumerRegisterBudget) {
   const Spec s = spec_from("", 64);
   Config c = default_config(s, KernelKind::prefill, "sm_90a");  // 3 consumer warpgroups at d64

@@ -124,8 +124,9 @@ TEST(Int8Args, ScalesInTheForksLayoutsAndStridesInTwoByteUnits) {
 }
 
 // Contiguous int8 prefill is prefill_sm90's on sm_90a in both modes: Q·Kᵀ on s8 wgmma over Q/K
-// tiles of D bytes a row (half the 2-byte columns), plus a ring of fp32 key scales; int8_qkv's V
-// widened to fp16 in the 16-bit V ring. The rest stays on prefill_sm80 with the reason.
+// tiles of D bytes a row (half the 2-byte columns), plus a ring of fp32 key scales and their biases
+// (features/s32_to_f32.cuh); int8_qkv's V widened to fp16 in the 16-bit V ring. The rest stays on
+// prefill_sm80 with the reason.
 TEST(Int8Plan, ContiguousInt8PrefillIsPrefillSm90) {
   const Spec qk = int8_llama(QuantMode::int8_qk), qkv = int8_llama(QuantMode::int8_qkv);
   for (const Spec& s : {qk, qkv}) {
@@ -133,10 +134,10 @@ TEST(Int8Plan, ContiguousInt8PrefillIsPrefillSm90) {
     ASSERT_EQ(p.family, "prefill_sm90");
     EXPECT_EQ(p.int8, s.quant == QuantMode::int8_qk ? Int8Mode::qk : Int8Mode::qkv);
     // d128, m128n128, 2 stages: Q region (the 16-bit output's 128 x 128) + K (128 x 64 pairs) and
-    // 16-bit V rings + 2 x 128 key scales + 9 barriers + 1 KiB alignment; int8_qkv also the raw
-    // int8 V ring (2 x 128 x 128 bytes) and its 4 barriers.
+    // 16-bit V rings + 2 x 128 key scales and as many biases + 9 barriers + 1 KiB alignment;
+    // int8_qkv also the raw int8 V ring (2 x 128 x 128 bytes) and its 4 barriers.
     const int raw_v = s.quant == QuantMode::int8_qkv ? 2 * 128 * 128 + 8 * 4 : 0;
-    EXPECT_EQ(p.smem_bytes, 1024 + 2 * (128 * 128 + 2 * 128 * (64 + 128)) + 4 * 2 * 128 + 8 * 9 + raw_v);
+    EXPECT_EQ(p.smem_bytes, 1024 + 2 * (128 * 128 + 2 * 128 * (64 + 128)) + 2 * 4 * 2 * 128 + 8 * 9 + raw_v);
   }
   EXPECT_NE(emit_kernel(plan_for(qk, KernelKind::prefill)).source.find("kInt8 = attnc::Int8Mode::qk;"),
             std::string::npos);
@@ -178,10 +179,13 @@ TEST(Int8Plan, PagedInt8PrefillOnPrefillSm90ByConfig) {
     only_sm90.tuning.families = {"prefill_sm90"};
     EXPECT_EQ(default_config(only_sm90, KernelKind::prefill_paged, "sm_90a").family, "prefill_sm90");
   }
-  // d192: 96-key tiles when paged (its consumers keep 232 registers beside the paged producer's 32).
-  Spec d192 = int8_llama(QuantMode::int8_qk);
-  d192.head_dim = d192.head_dim_v = 192;
-  EXPECT_EQ(default_family_config(d192, KernelKind::prefill_paged, "sm_90a", "prefill_sm90").block_n, 96);
+  // Narrower key tiles when paged above d128 (its consumers keep 232 registers beside the paged
+  // producer's 32): 80 at d192, 48 at d256.
+  Spec wide = int8_llama(QuantMode::int8_qk);
+  wide.head_dim = wide.head_dim_v = 192;
+  EXPECT_EQ(default_family_config(wide, KernelKind::prefill_paged, "sm_90a", "prefill_sm90").block_n, 80);
+  wide.head_dim = wide.head_dim_v = 256;
+  EXPECT_EQ(default_family_config(wide, KernelKind::prefill_paged, "sm_90a", "prefill_sm90").block_n, 48);
   // The refusals keep their reasons, paged too.
   Spec d72 = int8_llama(QuantMode::int8_qkv);
   d72.head_dim = d72.head_dim_v = 72;
