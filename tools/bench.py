@@ -716,13 +716,19 @@ INT8_PREFILL = dict(D=128, B=4, S=4096)  # the issue's int8 prefill shape (Hq 32
 def bench_int8_prefill(attnc_bin, workdir):
     """int8 prefill in both modes beside attnc's bf16 on the same shape, through `attnc run` (the
     Python wrapper takes 16-bit q/k/v only): medians of 50 launches, and each int8 mode's error
-    against the float64 reference at a smaller shape (B1 S1024) in the same run."""
+    against the float64 reference at a smaller shape (B1 S1024) in the same run. The paged rows read
+    the same shape from the fork's HND cache of 16-token pages (the prompt prefilled whole, pages
+    scattered by `attnc run`): bf16 and int8 on prefill_sm90 (paged int8's default stays prefill_sm80
+    until measured: the sm90 rows name the family) and paged int8_qk on its default."""
     d, b, S = INT8_PREFILL["D"], INT8_PREFILL["B"], INT8_PREFILL["S"]
-    variants = [("bf16", "", None), ("int8_qk", "int8_qk", None), ("int8_qkv", "int8_qkv", None),
-                ("int8_qk prefill_sm80", "int8_qk", "{families: [prefill_sm80]}")]
+    sm90 = '{"family":"prefill_sm90"}'
+    variants = [("bf16", "", None, None), ("int8_qk", "int8_qk", None, None), ("int8_qkv", "int8_qkv", None, None),
+                ("int8_qk prefill_sm80", "int8_qk", "{families: [prefill_sm80]}", None),
+                ("bf16 paged", "", None, ""), ("int8_qk paged prefill_sm90", "int8_qk", None, sm90),
+                ("int8_qkv paged prefill_sm90", "int8_qkv", None, sm90), ("int8_qk paged prefill_sm80", "int8_qk", None, "")]
     flops = 4 * b * HQ * S * S * d / 2
     rows = []
-    for label, quant, tuning in variants:
+    for label, quant, tuning, paged in variants:
         path = os.path.join(workdir, "bench-int8-" + label.replace(" ", "-") + ".yaml")
         with open(path, "w") as f:
             f.write(spec_yaml("bench-int8-" + label.replace(" ", "-"), d, True, "prefill", 16, tuning,
@@ -730,9 +736,12 @@ def bench_int8_prefill(attnc_bin, workdir):
             if quant:
                 f.write(f"quant: {quant}\n")
 
+        extra_args = [] if paged is None else (["--kind", "prefill_paged", "--layout", "fork_hnd", "--page-size", "16"] +
+                                               (["--config", paged] if paged else []))
+
         def run(seqlens, extra):
             out = subprocess.run([attnc_bin, "run", path, "--seqlens", ",".join([str(seqlens[1])] * seqlens[0]),
-                                  "--json", "--seed", "1"] + extra, capture_output=True, text=True)
+                                  "--json", "--seed", "1"] + extra_args + extra, capture_output=True, text=True)
             if out.returncode != 0:
                 print(f"  {label}: attnc run failed: {out.stderr.strip()[:300]}", flush=True)
                 return None
@@ -755,10 +764,11 @@ def int8_markdown(rows):
     int8 = [r for r in rows if r.get("variant")]
     if not int8:
         return []
-    base = next((r.get("ms") for r in int8 if r["variant"] == "bf16"), None)
-    lines = ["", f"| {int8[0]['shape']} | kernel | ms | TFLOP/s | bf16 / this | error at B1 S1024 (max abs, rel L2) |",
-             "|---|---|---|---|---|---|"]
+    bf16 = {r["variant"]: r.get("ms") for r in int8 if r["variant"] in ("bf16", "bf16 paged")}
+    lines = ["", f"| {int8[0]['shape']} | kernel | ms | TFLOP/s | bf16 / this (paged: bf16 paged) | "
+             "error at B1 S1024 (max abs, rel L2) |", "|---|---|---|---|---|---|"]
     for r in int8:
+        base = bf16.get("bf16 paged" if "paged" in r["variant"] else "bf16")
         err = f"{r['max_abs_err']:.4f}, {r['rel_l2_err']:.4f}" if "max_abs_err" in r else "-"
         lines.append(f"| {r['variant']} | `{r.get('kernel', '-')}` | {fmt(r.get('ms'), 3)} | {fmt(r.get('tflops'))} "
                      f"| {ratio(base, r.get('ms'))} | {err} |")

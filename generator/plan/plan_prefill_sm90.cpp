@@ -7,15 +7,21 @@ namespace {
 
 int blocks64(int d) { return (d + 63) / 64; }
 
-// int8 (attention-semantics.md §5.2) on prefill_sm90: Q·Kᵀ on s8 wgmma over contiguous Q/K, and
-// int8_qkv's V widened to fp16 by the producer (prefill_sm90_int8.cuh); what it does not take stays
-// on prefill_sm80's widening path.
-std::string prefill_sm90_int8_refusal(const Spec& s, KernelKind kind) {
+// Paged int8 prefill on prefill_sm90 (the int8 K plane by TMA per page, its key scales by a bulk
+// copy per page box, int8_qkv's V widened by the producer) is planned when a config names the
+// family, but the heuristic and the tuner keep prefill_sm80 until a GPU run confirms it
+// (docs/kernels-int8.md, "Paged int8 prefill on prefill_sm90"). The one switch that makes it the
+// default: true here.
+constexpr bool kPagedInt8PrefillSm90IsDefault = false;
+
+bool is_int8(const Spec& s) { return s.quant == QuantMode::int8_qkv || s.quant == QuantMode::int8_qk; }
+
+// int8 (attention-semantics.md §5.2) on prefill_sm90: Q·Kᵀ on s8 wgmma over contiguous or paged
+// Q/K, and int8_qkv's V widened to fp16 by the producer (prefill_sm90_int8.cuh); what it does not
+// take stays on prefill_sm80's widening path.
+std::string prefill_sm90_int8_refusal(const Spec& s) {
   const bool qkv = s.quant == QuantMode::int8_qkv;
-  if (!qkv && s.quant != QuantMode::int8_qk) return "";
-  if (kind != KernelKind::prefill)
-    return "prefill_sm90 reads int8 Q/K contiguous only (the paged cache's per-page key scales are not wired); "
-           "paged int8 prefill runs on prefill_sm80";
+  if (!is_int8(s)) return "";
   if (s.head_dim % 16 != 0 || (qkv && s.head_dim_v % 16 != 0))
     return "prefill_sm90 reads int8 rows in 16-byte units: head_dim " + std::to_string(s.head_dim) +
            (qkv ? " and head_dim_v " + std::to_string(s.head_dim_v) + " must be multiples" : " is not a multiple") +
@@ -65,13 +71,21 @@ std::string prefill_sm90_refusal(const Spec& s, KernelKind kind, const std::stri
   if (kind == KernelKind::decode) return "prefill_sm90 makes prefill kernels; decode stays on decode_split";
   if (kind != KernelKind::prefill && kind != KernelKind::prefill_paged)
     return std::string("prefill_sm90 makes prefill kernels, not ") + to_string(kind);
-  if (const std::string why = prefill_sm90_int8_refusal(s, kind); !why.empty()) return why;
-  if (kind == KernelKind::prefill_paged && s.kv_cache.dtype != KvDType::same)
+  if (const std::string why = prefill_sm90_int8_refusal(s); !why.empty()) return why;
+  if (kind == KernelKind::prefill_paged && s.kv_cache.dtype != KvDType::same && !is_int8(s))
     return std::string("prefill_sm90 reads 16-bit paged caches; a ") + to_string(s.kv_cache.dtype) +
            " cache stays on prefill_sm80";
   if (s.quant == QuantMode::none && blocks64(s.head_dim_v) > blocks64(s.head_dim))
     return "prefill_sm90 stages the output in the Q tile: head_dim_v " + std::to_string(s.head_dim_v) +
            " needs more 64-column blocks than head_dim " + std::to_string(s.head_dim) + " has";
+  return "";
+}
+
+std::string prefill_sm90_default_refusal(const Spec& s, KernelKind kind, const std::string& arch) {
+  if (std::string why = prefill_sm90_refusal(s, kind, arch); !why.empty()) return why;
+  if (kind == KernelKind::prefill_paged && is_int8(s) && !kPagedInt8PrefillSm90IsDefault)
+    return "paged int8 prefill on prefill_sm90 is not verified on a GPU yet: prefill_sm80 stays the default "
+           "(a config with \"family\": \"prefill_sm90\" selects it)";
   return "";
 }
 
@@ -100,6 +114,11 @@ Config default_prefill_sm90_config(const Spec& s, KernelKind kind) {
   // (n128 spills 60 bytes with window, softcap, sqrt-ALiBi and LSE), 64 at d256 (n96 and n80 spill
   // 36 and 8 bytes with sqrt-ALiBi and LSE).
   if (s.quant != QuantMode::none && d > 128) c.block_n = std::min(c.block_n, d > 192 ? 64 : 112);
+  // Paged int8 above d128: 80 keys at d192, 48 at d256 (its consumers keep 232 registers beside
+  // the paged producer's 32; with sqrt-ALiBi and LSE n96 spilled 40 bytes at d192 and n64 4 bytes
+  // at d256, measured when the consumers also made per-key biases, since reverted).
+  if (s.quant != QuantMode::none && kind == KernelKind::prefill_paged && d > 128)
+    c.block_n = std::min(c.block_n, d > 192 ? 48 : 80);
   // Block-sparse contiguous prefill: persistent blocks, where the output tile fits beside the
   // others (they hide each item's Q load and pipeline fill: -2 % at m128n64; and hold Q in
   // registers at 2 x 64 rows and d <= 128: -6 % more). Not int8's (check_config says why).

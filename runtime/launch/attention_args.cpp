@@ -198,22 +198,21 @@ void set_tensor_maps(AttentionLaunch& l, const KernelPlan& plan, const Attention
   l.tensor_maps = true;
   // int8 Q/K rows are mapped as 16-bit pairs of bytes (set_int8_params halved their strides).
   const int qk_cols = plan.int8 == Int8Mode::none ? plan.head_dim : plan.head_dim / 2;
+  // int8_qkv's V rows too (TMA lands them raw, the producer widens them); int8_qk's V is 16-bit.
+  const int v_cols = plan.int8 == Int8Mode::qkv ? plan.head_dim_v / 2 : plan.head_dim_v;
   l.maps.q = tensor_map("q", p.q, qk_cols, s.num_q_heads, a.total_q, p.q_head_stride, p.q_row_stride, bm);
   if (plan.paged) {
     // Boxes of gcd(page_size, block_n) rows never cross a page (PagedKvBoxes, prefill_sm90_paged.cuh).
     const int box = std::gcd(a.page_size, bn);
-    l.maps.k = paged_tensor_map("k", p.k, plan.head_dim, s.num_kv_heads, a, p.k_head_stride, p.k_row_stride,
+    l.maps.k = paged_tensor_map("k", p.k, qk_cols, s.num_kv_heads, a, p.k_head_stride, p.k_row_stride,
                                 p.k_block_stride, box);
-    l.maps.v = paged_tensor_map("v", p.v, plan.head_dim_v, s.num_kv_heads, a, p.v_head_stride, p.v_row_stride,
+    l.maps.v = paged_tensor_map("v", p.v, v_cols, s.num_kv_heads, a, p.v_head_stride, p.v_row_stride,
                                 p.v_block_stride, box);
     return;
   }
   // Mixed tiles: boxes of one narrow tile (a wide one takes two).
   const int box = plan.config.mixed_tiles ? bn / 2 : bn;
   l.maps.k = tensor_map("k", p.k, qk_cols, s.num_kv_heads, total_k, p.k_head_stride, p.k_row_stride, box);
-  // int8_qkv: the kernel reads V rows itself (widening them), but the map checks the view TMA-like
-  // (16-byte aligned base and strides), as the 16-byte loads need.
-  const int v_cols = plan.int8 == Int8Mode::qkv ? plan.head_dim_v / 2 : plan.head_dim_v;
   l.maps.v = tensor_map("v", p.v, v_cols, s.num_kv_heads, total_k, p.v_head_stride, p.v_row_stride, box);
 }
 

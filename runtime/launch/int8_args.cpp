@@ -1,5 +1,7 @@
 #include "runtime/launch/int8_args.h"
 
+#include <cstdint>
+
 #include "runtime/launch/arg_checks.h"
 
 namespace attnc {
@@ -33,6 +35,12 @@ void set_int8_params(const KernelPlan& plan, const AttentionArgs& a, AttentionPa
   p.k_token_scale_head_stride = plan.paged ? a.page_size : 1;
   p.k_token_scale_block_stride = plan.paged ? (long long)s.num_kv_heads * a.page_size : 0;
   p.v_channel_scale = a.v_channel_scale;
+  // prefill_sm90 copies a page's key scales with bulk copies (16-byte aligned ends; page sizes are
+  // multiples of 16, so the start is what is left to check).
+  if (plan.family == "prefill_sm90" && plan.paged)
+    require(reinterpret_cast<std::uintptr_t>(a.k_token_scale) % 16 == 0,
+            "k_token_scale must be 16-byte aligned for paged prefill_sm90 (bulk copies of a page's scales); "
+            "prefill_sm80 takes 4-byte aligned scales");
   // decode_bw copies int8 rows in 16-byte pieces (kv_int8_regs.cuh): whole 16-byte strides.
   if (plan.family == "decode_bw") {
     for (long long stride : {p.k_row_stride, p.k_head_stride, p.k_block_stride})

@@ -1,5 +1,7 @@
 // The int8 cases of the attention grid (attention-semantics.md §5.2): both int8 modes as
-// contiguous prefill (on prefill_sm80 and prefill_sm90, `sm90_`), paged prefill and paged decode (one and several query tokens), with the
+// contiguous and paged prefill (each on prefill_sm80 and prefill_sm90, `sm90_`; paged int8's
+// default stays prefill_sm80 until a GPU run confirms prefill_sm90's, so its `sm90_` twins name
+// the family), and paged decode (one and several query tokens), with the
 // features the int8 fork allows (causal, window, softcap, ALiBi, sqrt-ALiBi, GQA), q scales in
 // both layouts, and the fork's HND cache beside the other layouts. Decode runs on the arch's default
 // (decode_bw on sm_90 where the head dims allow) and on decode_split (`_decode_split` twins). Checked against the float64
@@ -59,8 +61,11 @@ inline std::vector<GridCase> int8_grid() {
         g.spec = k.spec;
         g.kind = kind;
         AttentionCase& c = g.call;
-        c.q_scale_head_major = i % 2 == 1;
-        c.layout = layouts[i % layouts.size()];
+        // Paged prefill falls on i = 1 mod 4 (four cases a kernel): its layout and q-scale layout
+        // rotate with the kernel instead, so it meets the fork's HND cache and both q-scale layouts.
+        const int r = kind == KernelKind::prefill_paged ? i / 4 : i;
+        c.q_scale_head_major = r % 2 == 1;
+        c.layout = layouts[r % layouts.size()];
         c.page_table = all_page_table_forms()[i % 3];
         c.page_size = kPageSizes[i % 3];  // 16, 32, 64
         c.num_blocks = 2048;
@@ -83,7 +88,7 @@ inline std::vector<GridCase> int8_grid() {
                  std::to_string(c.num_splits);
         }
         g.name = name + (c.q_scale_head_major ? "_qsHT" : "_qsTH");
-        if (kind == KernelKind::prefill) {  // on both prefill families (prefill_sm90 refuses Dv 80)
+        if (kind != KernelKind::decode) {  // on both prefill families
           GridCase sm90 = g;
           sm90.family = "prefill_sm90";
           sm90.name = "sm90_" + g.name;

@@ -23,7 +23,8 @@
 //
 // Paged K/V (kPaged, prefill_sm90_paged.cuh): a producer warp loads each tile as one TMA box per
 // page (or part of a page), and the last tile's V rows past the request's end are zeroed before
-// the consumers read it (barrier v_tail).
+// the consumers read it (barrier v_tail). int8: K (with its key scales, by bulk copy) and V by a
+// warp each.
 //
 // Work order (core/work_order.cuh): causal items run longest first. Persistent blocks (kPersistent,
 // one per SM, contiguous K/V) walk several items: the K/V rings run on across items, the output is
@@ -94,7 +95,6 @@ struct PrefillSm90 {
                 "setmaxnreg: the warpgroups share the registers the block was launched with");
 
   using Int8 = PrefillInt8<T, BN, D, STAGES>;  // int8 Q and K: tiles of D bytes per row
-  static_assert(!(Int8::kOn && kPaged), "int8 Q/K over contiguous K only (the planner keeps paged int8 on prefill_sm80)");
   static_assert(!(Int8::kOn && kPersistent),
                 "persistent int8 blocks are not verified on a GPU (the planner refuses persistent for int8)");
   using PE = typename conditional<Int8::kWidenV, fp16_t, E>::type;  // P·V's element type: fp16 over widened V
@@ -160,8 +160,12 @@ struct PrefillSm90 {
     __device__ float* key_scales(int s) const {
       return reinterpret_cast<float*>(v + STAGES * VTile::kElems + Int8::template kRawVBytes<DV> / 2) + s * BN;
     }
-    __device__ u64* raw_full(int s) const { return reinterpret_cast<u64*>(bar + 1) + s; }
-    __device__ u64* raw_empty(int s) const { return reinterpret_cast<u64*>(bar + 1) + STAGES + s; }
+    // int8_qkv's raw-ring barriers, after v_tail (paged) or q_empty (persistent) where there is one.
+    static constexpr int kOneMoreBarrier = kPaged || kPersistent ? 1 : 0;
+    __device__ u64* raw_full(int s) const { return reinterpret_cast<u64*>(bar + 1) + kOneMoreBarrier + s; }
+    __device__ u64* raw_empty(int s) const {
+      return reinterpret_cast<u64*>(bar + 1) + kOneMoreBarrier + STAGES + s;
+    }
   };
 
   // What every thread knows about its block: the rows, the key tiles, where the request lives.
@@ -260,19 +264,25 @@ struct PrefillSm90 {
     const int wg = warpgroup_index();
     if (wg == 0) {
       warpgroup_reg_dealloc<kProducerRegs>();
-      if constexpr (kPaged) {
-        if (threadIdx.x < 32) for_each_item(p, [&](const Block& b, const Progress&) { load_paged(p, maps, b, sm); });
+      if constexpr (kPaged && Int8::kOn) {  // K (with its key scales) and V by warps of their own
+        if (threadIdx.x < 32)
+          for_each_item(p, [&](const Block& b, const Progress&) { load_paged<true, false>(p, maps, b, sm); });
+        else if (threadIdx.x < 64)
+          for_each_item(p, [&](const Block& b, const Progress&) { load_paged<false, true>(p, maps, b, sm); });
+      } else if constexpr (kPaged) {
+        if (threadIdx.x < 32)
+          for_each_item(p, [&](const Block& b, const Progress&) { load_paged<true, true>(p, maps, b, sm); });
       } else {
         if (threadIdx.x == 0) for_each_item(p, [&](const Block& b, const Progress& pr) { load(maps, b, sm, pr); });
         if constexpr (Int8::kOn)
           if (threadIdx.x / 32 == 1)
             for_each_item(p, [&](const Block& b, const Progress& pr) { load_key_scales(p, b, sm, pr); });
-        if constexpr (Int8::kWidenV)
-          if (threadIdx.x / 32 >= 2) {
-            const int w = threadIdx.x / 32 - 2;
-            for_each_item(p, [&](const Block& b, const Progress& pr) { widen_values(b, sm, w, pr); });
-          }
       }
+      if constexpr (Int8::kWidenV)
+        if (threadIdx.x / 32 >= 2) {
+          const int w = threadIdx.x / 32 - 2;
+          for_each_item(p, [&](const Block& b, const Progress& pr) { widen_values(b, sm, w, pr); });
+        }
     } else {
       warpgroup_reg_alloc<kConsumerRegs>();
       for_each_item(p, [&](const Block& b, const Progress& pr) { compute(p, b, sm, wg - 1, pr); });
@@ -367,38 +377,67 @@ struct PrefillSm90 {
     }
   }
 
-  // Paged K/V, by one warp: lane j issues box j of each tile (the pages of a tile are read in one
-  // go, before the stage is free). V of tile i reuses the pages K of tile i found.
+  // Paged K/V (kLoadK, kLoadV: which), by one warp: lane j issues box j of each tile (the pages of
+  // a tile are read in one go, before the stage is free). 16-bit: one warp loads both, V of tile i
+  // reusing the pages K of tile i found. int8: a warp each (one warp's 32 registers spilled holding
+  // both walks with int8's rings); lane j also copies box j's key scales into the K stage's scale
+  // ring, on the same barrier, and int8_qkv's V boxes land in the raw ring, for the widening warps.
+  template <bool kLoadK, bool kLoadV>
   __device__ static void load_paged(const AttentionParams& p, const AttentionTensorMaps& maps, const Block& b,
                                     const Smem& sm) {
     const int lane = threadIdx.x % 32;
-    if (lane == 0) load_q(maps, b, sm);
+    if (kLoadK && lane == 0) load_q(maps, b, sm);
     if (b.n_tiles == 0) return;
     const PagedKvBoxes<BN> boxes(p, b.seq);
-    auto load_tile = [&](const TmaDescriptor* map, u16* dst, u64* full, u64* empty, int blocks, int tile_elems, int i,
-                         int tile, int page, int slot) {
+    // A ring's tiles and barriers as 32-bit shared addresses, one base plus offsets the compiler
+    // folds (the generic pointers' two registers each, hoisted out of the loop, spilled the warp's
+    // 32 once int8 added its rings).
+    const u32 base = smem_u32(sm.q);
+    auto addr = [&](const void* ptr) {
+      return base + u32(static_cast<const char*>(ptr) - reinterpret_cast<const char*>(sm.q));
+    };
+    struct Ring {
+      u32 tiles, full, empty;
+    };
+    const Ring k_ring{addr(sm.k), addr(sm.bar->k_full), addr(sm.bar->k_empty)};
+    const Ring v_ring = Int8::kWidenV ? Ring{addr(sm.raw_v(0)), addr(sm.raw_full(0)), addr(sm.raw_empty(0))}
+                                      : Ring{addr(sm.v), addr(sm.bar->v_full), addr(sm.bar->v_empty)};
+    const u32 key_scales = addr(sm.key_scales(0));  // int8
+    auto load_tile = [&](const TmaDescriptor* map, const Ring& ring, int blocks, int tile_bytes, int i, int tile,
+                         int page, int slot, bool with_key_scales) {
       const int s = i % STAGES;
+      const u32 full = ring.full + 8 * s;
       if (lane == 0) {
-        mbar_wait(&empty[s], ((i / STAGES) & 1) ^ 1);
-        mbar_arrive_expect_tx(&full[s], boxes.loaded_bytes(tile * BN, blocks));
+        mbar_wait(ring.empty + 8 * s, ((i / STAGES) & 1) ^ 1);
+        const int scale_bytes = with_key_scales ? boxes.loaded(tile * BN) * boxes.rows * 4 : 0;  // int8
+        mbar_arrive_expect_tx(full, boxes.loaded_bytes(tile * BN, blocks) + scale_bytes);
       }
       __syncwarp();
-      load_paged_box<BN>(dst + s * tile_elems, map, &full[s], blocks, b.kv_head, boxes.rows, page, slot, lane);
+      load_paged_box<BN>(ring.tiles + s * tile_bytes, map, full, blocks, b.kv_head, boxes.rows, page, slot, lane);
+      if (with_key_scales)
+        load_paged_key_scales(p, key_scales + s * BN * 4, full, b.kv_head, boxes.rows, page, slot, lane);
     };
-    int k_tile = tile_at(b, 0, 0), k_page, k_slot;
-    boxes.locate(k_tile * BN, lane, k_page, k_slot);
-    load_tile(&maps.k, sm.k, sm.bar->k_full, sm.bar->k_empty, KTile::kBlocks, KTile::kElems, 0, k_tile, k_page, k_slot);
+    constexpr int kVBlocks = Int8::kWidenV ? RawVTile::kBlocks : VTile::kBlocks;
+    constexpr int kVBytes = Int8::kWidenV ? RawVTile::kBytes : VTile::kBytes;
+    int k_tile = tile_at(b, 0, 0), k_page = -1, k_slot = 0;
+    if constexpr (kLoadK) {
+      boxes.locate(k_tile * BN, lane, k_page, k_slot);
+      load_tile(&maps.k, k_ring, KTile::kBlocks, KTile::kBytes, 0, k_tile, k_page, k_slot, Int8::kOn);
+    }
     for (int i = 0; i < b.n_tiles; ++i) {
-      const int v_tile = k_tile, v_page = k_page, v_slot = k_slot;
+      const int v_tile = k_tile;
+      int v_page = k_page, v_slot = k_slot;
+      if constexpr (!kLoadK) boxes.locate(v_tile * BN, lane, v_page, v_slot);  // V alone: its own page lookup
       if (i + 1 < b.n_tiles) {
         k_tile = tile_at(b, i + 1, k_tile);
-        boxes.locate(k_tile * BN, lane, k_page, k_slot);
-        load_tile(&maps.k, sm.k, sm.bar->k_full, sm.bar->k_empty, KTile::kBlocks, KTile::kElems, i + 1, k_tile, k_page,
-                  k_slot);
+        if constexpr (kLoadK) {
+          boxes.locate(k_tile * BN, lane, k_page, k_slot);
+          load_tile(&maps.k, k_ring, KTile::kBlocks, KTile::kBytes, i + 1, k_tile, k_page, k_slot, Int8::kOn);
+        }
       }
-      load_tile(&maps.v, sm.v, sm.bar->v_full, sm.bar->v_empty, VTile::kBlocks, VTile::kElems, i, v_tile, v_page,
-                v_slot);
+      if constexpr (kLoadV) load_tile(&maps.v, v_ring, kVBlocks, kVBytes, i, v_tile, v_page, v_slot, false);
     }
+    if constexpr (!kLoadV) return;
     // The last tile (k_tile now) is the only one that can reach past the request's end.
     if (tail_tile(b, k_tile)) {
       const int last = b.n_tiles - 1, s = last % STAGES;
@@ -411,8 +450,10 @@ struct PrefillSm90 {
   }
 
   // Whether the block's last key tile reaches past the request's end (paged: its V rows there are
-  // zeroed and handed over on v_tail).
-  __device__ static bool tail_tile(const Block& b, int last_tile) { return kPaged && (last_tile + 1) * BN > b.sk; }
+  // zeroed and handed over on v_tail; not int8_qkv's, whose widened int8 values are finite).
+  __device__ static bool tail_tile(const Block& b, int last_tile) {
+    return kPaged && !Int8::kWidenV && (last_tile + 1) * BN > b.sk;
+  }
 
   // ---- consumers ----------------------------------------------------------------------------
 

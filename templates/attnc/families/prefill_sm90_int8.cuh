@@ -49,9 +49,11 @@ struct PrefillInt8 {
   // Columns of the Q and K tiles in 2-byte units: one per int8 pair.
   static constexpr int kQkCols = kOn ? (D + 1) / 2 : D;
   static constexpr int KSTEPS = (D + 31) / 32;  // k32 steps; TMA zero-fills the columns past D
-  // The key-scale ring (fp32, BN per stage) and the arrivals k_full takes per stage.
+  // The key-scale ring (fp32, BN per stage) and the arrivals k_full takes per stage: the TMA
+  // thread's and (contiguous K) the scale warp's; paged, the scales are bulk-copied with the K boxes
+  // (prefill_sm90_paged.cuh) onto the TMA thread's arrival.
   static constexpr int kScaleBytes = kOn ? STAGES * BN * 4 : 0;
-  static constexpr int kKeyFullArrivals = kOn ? 2 : 1;
+  static constexpr int kKeyFullArrivals = kOn && !T::kPaged ? 2 : 1;
   // v_full's arrivals: the TMA thread's, or (int8_qkv) one per widening warp.
   static constexpr int kWidenWarps = 2;
   static constexpr int kValueFullArrivals = kWidenV ? kWidenWarps : 1;

@@ -23,24 +23,28 @@ __device__ __forceinline__ void mbar_arrive(u64* bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem_u32(bar)) : "memory");
 }
 
-// The producer's arrival for a TMA stage: one arrival plus `bytes` the copies will complete.
-__device__ __forceinline__ void mbar_arrive_expect_tx(u64* bar, u32 bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_u32(bar)), "r"(bytes)
-               : "memory");
+// The producer's arrival for a TMA stage: one arrival plus `bytes` the copies will complete. The
+// overloads on a 32-bit shared address serve loops that keep many barriers' addresses in few
+// registers (a generic pointer takes two: the paged prefill_sm90 loader).
+__device__ __forceinline__ void mbar_arrive_expect_tx(u32 bar, u32 bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
 }
+__device__ __forceinline__ void mbar_arrive_expect_tx(u64* bar, u32 bytes) { mbar_arrive_expect_tx(smem_u32(bar), bytes); }
 
 // True once the phase of parity `parity` has completed (a bounded wait in hardware).
-__device__ __forceinline__ bool mbar_try_wait(u64* bar, int parity) {
+__device__ __forceinline__ bool mbar_try_wait(u32 bar, int parity) {
   u32 done;
   asm volatile(
       "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
       : "=r"(done)
-      : "r"(smem_u32(bar)), "r"(parity)
+      : "r"(bar), "r"(parity)
       : "memory");
   return done != 0;
 }
+__device__ __forceinline__ bool mbar_try_wait(u64* bar, int parity) { return mbar_try_wait(smem_u32(bar), parity); }
 
-__device__ __forceinline__ void mbar_wait(u64* bar, int parity) {
+template <class Bar>  // u64* or a 32-bit shared address
+__device__ __forceinline__ void mbar_wait(Bar bar, int parity) {
   while (!mbar_try_wait(bar, parity)) {
   }
 }

@@ -10,7 +10,7 @@
 #include <sstream>
 
 #include "generator/emit/emit.h"
-#include "tests/gpu/attention_grid.h"
+#include "tests/gpu/int8_grid.h"
 
 namespace attnc::grid {
 namespace {
@@ -198,6 +198,31 @@ TEST(AttentionGrid, Fp8CasesCoverFormatsScaleKindsAndBothDecodeFamilies) {
                std::vector<std::string>{"fp8_e4m3", "fp8_e5m2"},
                [](const GridCase& c) { return grid_config(c, "sm_90a").family; }, format,
                [&](const GridCase& c) { return fp8(c) && decode(c); });
+}
+
+// int8 prefill, contiguous and paged, runs on both prefill families: each case on prefill_sm80 and
+// its `sm90_` twin on prefill_sm90 (paged int8's default is prefill_sm80 until a GPU run confirms
+// prefill_sm90's, so the twins name the family), every kernel's head dims being multiples of 16.
+TEST(AttentionGrid, Int8PrefillCasesRunOnBothPrefillFamilies) {
+  std::map<std::string, GridCase> by_name;
+  for (const GridCase& c : int8_grid()) by_name[c.name] = c;
+  int planned[2] = {0, 0}, originals[2] = {0, 0};  // contiguous, paged
+  for (const auto& [name, c] : by_name) {
+    if (c.kind == KernelKind::decode || name.rfind("sm90_", 0) == 0) continue;
+    ++originals[c.kind == KernelKind::prefill_paged];
+    EXPECT_EQ(grid_config(c, "sm_90a").family, "prefill_sm80") << name;
+    EXPECT_EQ(plan_kernel(c.spec, c.kind, grid_config(c, "sm_90a"), "sm_90a").family, "prefill_sm80") << name;
+    ASSERT_TRUE(by_name.count("sm90_" + name)) << name << " has no prefill_sm90 twin";
+    const GridCase& twin = by_name.at("sm90_" + name);
+    EXPECT_EQ(twin.family, "prefill_sm90");
+    const KernelPlan plan = plan_kernel(twin.spec, twin.kind, grid_config(twin, "sm_90a"), "sm_90a");
+    EXPECT_EQ(plan.family, "prefill_sm90") << twin.name;
+    EXPECT_EQ(plan.paged, c.kind == KernelKind::prefill_paged) << twin.name;
+    ++planned[plan.paged];
+  }
+  EXPECT_EQ(planned[0], originals[0]);
+  EXPECT_EQ(planned[1], originals[1]);
+  EXPECT_GE(originals[1], 6);  // every int8 kernel paged
 }
 
 TEST(AttentionGrid, SanitizerSubsetInGpuCheckNamesRealCases) {

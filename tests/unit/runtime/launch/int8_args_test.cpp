@@ -1,10 +1,12 @@
 // int8 attention specs (attention-semantics.md §5.2) are planned on prefill_sm90 (contiguous
-// prefill), prefill_sm80 (paged prefill) and, for decode, decode_bw (head dims multiples of 64 up to
-// 192) or decode_split, and prepare_attention takes their scales: required exactly where
-// the mode needs them, in the fork's layouts, with the int8 tensors' strides in 2-byte units.
+// prefill; paged prefill when a config names it), prefill_sm80 (paged prefill's default) and, for
+// decode, decode_bw (head dims multiples of 64 up to 192) or decode_split, and prepare_attention
+// takes their scales: required exactly where the mode needs them, in the fork's layouts, with the
+// int8 tensors' strides in 2-byte units.
 #include <gtest/gtest.h>
 
 #include "generator/emit/emit.h"
+#include "generator/plan/plan_attention.h"
 #include "generator/plan/plan_prefill_sm90.h"
 #include "runtime/launch/attention_args.h"
 
@@ -64,7 +66,7 @@ void expect_bad(const KernelPlan& plan, const AttentionArgs& a, const std::strin
 
 TEST(Int8Plan, RunsOnItsFamiliesWithItsModeInTheName) {
   const Spec qkv = int8_llama(QuantMode::int8_qkv), qk = int8_llama(QuantMode::int8_qk);
-  EXPECT_EQ(plan_for(qkv, KernelKind::prefill_paged).family, "prefill_sm80");  // prefill_sm90: contiguous only
+  EXPECT_EQ(plan_for(qkv, KernelKind::prefill_paged).family, "prefill_sm80");  // until the GPU confirms prefill_sm90
   EXPECT_EQ(plan_for(qk, KernelKind::prefill_paged).family, "prefill_sm80");
   EXPECT_EQ(plan_for(qkv, KernelKind::decode).family, "decode_bw");      // int8 in registers (kv_int8_regs.cuh)
   EXPECT_EQ(plan_for(qk, KernelKind::decode).family, "decode_bw");
@@ -143,13 +145,77 @@ TEST(Int8Plan, ContiguousInt8PrefillIsPrefillSm90) {
   EXPECT_EQ(default_config(wide, KernelKind::prefill, "sm_90a").block_n, 96);
   wide.head_dim = wide.head_dim_v = 256;
   EXPECT_EQ(default_config(wide, KernelKind::prefill, "sm_90a").block_n, 64);
-  EXPECT_NE(prefill_sm90_refusal(qk, KernelKind::prefill_paged, "sm_90a").find("paged int8 prefill runs on prefill_sm80"),
-            std::string::npos);
   Spec d72 = qk;
   d72.head_dim = d72.head_dim_v = 72;
   EXPECT_NE(prefill_sm90_refusal(d72, KernelKind::prefill, "sm_90a").find("head_dim 72 is not a multiple of 16"),
             std::string::npos);
   EXPECT_EQ(default_config(d72, KernelKind::prefill, "sm_90a").family, "prefill_sm80");
+}
+
+// Paged int8 prefill on prefill_sm90 (the int8 K plane by TMA per page, key scales by bulk copy with
+// the K boxes, int8_qkv's raw V widened by the producer) plans when a config names the family; the
+// heuristic and the tuner keep prefill_sm80 until a GPU run confirms it (one switch:
+// kPagedInt8PrefillSm90IsDefault), and a spec whose family list leaves prefill_sm80 out takes it.
+TEST(Int8Plan, PagedInt8PrefillOnPrefillSm90ByConfig) {
+  for (QuantMode q : {QuantMode::int8_qk, QuantMode::int8_qkv}) {
+    const Spec s = int8_llama(q);
+    EXPECT_EQ(prefill_sm90_refusal(s, KernelKind::prefill_paged, "sm_90a"), "");
+    EXPECT_NE(prefill_sm90_default_refusal(s, KernelKind::prefill_paged, "sm_90a").find("not verified on a GPU yet"),
+              std::string::npos);
+    EXPECT_EQ(prefill_sm90_default_refusal(s, KernelKind::prefill, "sm_90a"), "");  // contiguous: the default
+    const Config c = default_family_config(s, KernelKind::prefill_paged, "sm_90a", "prefill_sm90");
+    const KernelPlan paged = plan_kernel(s, KernelKind::prefill_paged, c, "sm_90a");
+    const KernelPlan contiguous = plan_kernel(s, KernelKind::prefill, c, "sm_90a");
+    EXPECT_EQ(paged.family, "prefill_sm90");
+    EXPECT_TRUE(paged.paged);
+    EXPECT_EQ(paged.int8, q == QuantMode::int8_qk ? Int8Mode::qk : Int8Mode::qkv);
+    EXPECT_EQ(paged.threads, 384);
+    EXPECT_EQ(paged.smem_bytes, contiguous.smem_bytes + 8);  // v_tail (int8_qkv's raw barriers after it)
+    const KernelSource src = emit_kernel(paged);
+    EXPECT_NE(src.entry.find(q == QuantMode::int8_qk ? "_paged_i8qk_" : "_paged_i8qkv_"), std::string::npos) << src.entry;
+    EXPECT_NE(src.source.find("kPaged = true;"), std::string::npos);
+    Spec only_sm90 = s;  // no prefill_sm80 to fall back on: the spec asks for prefill_sm90
+    only_sm90.tuning.families = {"prefill_sm90"};
+    EXPECT_EQ(default_config(only_sm90, KernelKind::prefill_paged, "sm_90a").family, "prefill_sm90");
+  }
+  // Narrower key tiles when paged above d128 (its consumers keep 232 registers beside the paged
+  // producer's 32): 80 at d192, 48 at d256.
+  Spec wide = int8_llama(QuantMode::int8_qk);
+  wide.head_dim = wide.head_dim_v = 192;
+  EXPECT_EQ(default_family_config(wide, KernelKind::prefill_paged, "sm_90a", "prefill_sm90").block_n, 80);
+  wide.head_dim = wide.head_dim_v = 256;
+  EXPECT_EQ(default_family_config(wide, KernelKind::prefill_paged, "sm_90a", "prefill_sm90").block_n, 48);
+  // The refusals keep their reasons, paged too.
+  Spec d72 = int8_llama(QuantMode::int8_qkv);
+  d72.head_dim = d72.head_dim_v = 72;
+  EXPECT_NE(prefill_sm90_refusal(d72, KernelKind::prefill_paged, "sm_90a")
+                .find("head_dim 72 and head_dim_v 72 must be multiples of 16"),
+            std::string::npos);
+  EXPECT_NE(prefill_sm90_default_refusal(d72, KernelKind::prefill_paged, "sm_90a").find("multiples of 16"),
+            std::string::npos);
+  try {
+    plan_kernel(d72, KernelKind::prefill_paged,
+                default_family_config(d72, KernelKind::prefill_paged, "sm_90a", "prefill_sm90"), "sm_90a");
+    ADD_FAILURE() << "prefill_sm90 planned int8 at d72";
+  } catch (const NotSupportedYet& e) {
+    EXPECT_NE(std::string(e.what()).find("multiples of 16; it runs on prefill_sm80"), std::string::npos) << e.what();
+  }
+  Spec persistent = int8_llama(QuantMode::int8_qk);
+  Config pc = default_family_config(persistent, KernelKind::prefill_paged, "sm_90a", "prefill_sm90");
+  pc.persistent = true;
+  EXPECT_THROW(plan_kernel(persistent, KernelKind::prefill_paged, pc, "sm_90a"), BadConfig);
+}
+
+TEST(Int8Args, PagedPrefillSm90TakesKeyScalesOnSixteenBytes) {
+  const Spec s = int8_llama(QuantMode::int8_qkv);
+  const KernelPlan sm90 = plan_kernel(
+      s, KernelKind::prefill_paged, default_family_config(s, KernelKind::prefill_paged, "sm_90a", "prefill_sm90"),
+      "sm_90a");
+  AttentionArgs a = good_args(true);
+  a.k_token_scale = reinterpret_cast<const float*>(0x80004);
+  expect_bad(sm90, a, "k_token_scale must be 16-byte aligned for paged prefill_sm90");
+  // prefill_sm80 reads the scales one by one: 4-byte aligned ones pass.
+  EXPECT_EQ(prepare_attention(plan_for(s, KernelKind::prefill_paged), a).params.k_token_scale, a.k_token_scale);
 }
 
 TEST(Int8Args, BadCallsNameTheProblem) {
