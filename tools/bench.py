@@ -718,14 +718,14 @@ def bench_int8_prefill(attnc_bin, workdir):
     Python wrapper takes 16-bit q/k/v only): medians of 50 launches, and each int8 mode's error
     against the float64 reference at a smaller shape (B1 S1024) in the same run. The paged rows read
     the same shape from the fork's HND cache of 16-token pages (the prompt prefilled whole, pages
-    scattered by `attnc run`): bf16 and int8 on prefill_sm90 (paged int8's default stays prefill_sm80
-    until measured: the sm90 rows name the family) and paged int8_qk on its default."""
+    scattered by `attnc run`): bf16 and int8 on prefill_sm90 (the default), and paged int8_qk on
+    prefill_sm80 (named by its config) for the comparison."""
     d, b, S = INT8_PREFILL["D"], INT8_PREFILL["B"], INT8_PREFILL["S"]
-    sm90 = '{"family":"prefill_sm90"}'
+    sm90, sm80 = '{"family":"prefill_sm90"}', '{"family":"prefill_sm80"}'
     variants = [("bf16", "", None, None), ("int8_qk", "int8_qk", None, None), ("int8_qkv", "int8_qkv", None, None),
                 ("int8_qk prefill_sm80", "int8_qk", "{families: [prefill_sm80]}", None),
                 ("bf16 paged", "", None, ""), ("int8_qk paged prefill_sm90", "int8_qk", None, sm90),
-                ("int8_qkv paged prefill_sm90", "int8_qkv", None, sm90), ("int8_qk paged prefill_sm80", "int8_qk", None, "")]
+                ("int8_qkv paged prefill_sm90", "int8_qkv", None, sm90), ("int8_qk paged prefill_sm80", "int8_qk", None, sm80)]
     flops = 4 * b * HQ * S * S * d / 2
     rows = []
     for label, quant, tuning, paged in variants:

@@ -58,13 +58,12 @@ std::vector<Config> family_space(const Spec& s, KernelKind kind, const Config& b
   return out;
 }
 
-// prefill_sm90's axes where its planner takes the spec (and a GPU has verified the path:
-// prefill_sm90_default_refusal): 2 or 3 consumer warpgroups, block_n, and the default tile again
+// prefill_sm90's axes where its planner takes the spec: 2 or 3 consumer warpgroups, block_n, and the default tile again
 // with 3 stages, without ping-pong and with persistence flipped (the planner and pruning drop what
 // cannot fit).
 std::vector<Config> sm90_space(const Spec& s, KernelKind kind, const std::string& arch) {
   std::vector<Config> out;
-  if (!prefill_sm90_default_refusal(s, kind, arch).empty()) return out;
+  if (!prefill_sm90_refusal(s, kind, arch).empty()) return out;
   const Config d = default_prefill_sm90_config(s, kind);
   for (int m : narrow({128, 192}, s.tuning.block_m))
     for (int n : narrow({64, 96, 128, 176}, s.tuning.block_n))

@@ -183,13 +183,9 @@ Config default_attention_config(const Spec& s, KernelKind kind, const std::strin
     return c;
   }
   // On sm_90a prefill is prefill_sm90 wherever its planner takes the spec and the spec's
-  // tuning.families allows it, but for paths a GPU has not verified yet (prefill_sm90_default_refusal)
-  // while prefill_sm80 is allowed too.
-  if (kind != KernelKind::decode && allowed(kPrefillSm90)) {
-    const std::string why = allowed("prefill_sm80") ? prefill_sm90_default_refusal(s, kind, arch)
-                                                    : prefill_sm90_refusal(s, kind, arch);
-    if (why.empty()) return default_prefill_sm90_config(s, kind);
-  }
+  // tuning.families allows it.
+  if (kind != KernelKind::decode && allowed(kPrefillSm90) && prefill_sm90_refusal(s, kind, arch).empty())
+    return default_prefill_sm90_config(s, kind);
   return default_family_config(s, kind, arch, attention_families(kind).back());
 }
 

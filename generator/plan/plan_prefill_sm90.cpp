@@ -7,13 +7,6 @@ namespace {
 
 int blocks64(int d) { return (d + 63) / 64; }
 
-// Paged int8 prefill on prefill_sm90 (the int8 K plane by TMA per page, its key scales by a bulk
-// copy per page box, int8_qkv's V widened by the producer) is planned when a config names the
-// family, but the heuristic and the tuner keep prefill_sm80 until a GPU run confirms it
-// (docs/kernels-int8.md, "Paged int8 prefill on prefill_sm90"). The one switch that makes it the
-// default: true here.
-constexpr bool kPagedInt8PrefillSm90IsDefault = false;
-
 bool is_int8(const Spec& s) { return s.quant == QuantMode::int8_qkv || s.quant == QuantMode::int8_qk; }
 
 // int8 (attention-semantics.md §5.2) on prefill_sm90: Q·Kᵀ on s8 wgmma over contiguous or paged
@@ -78,14 +71,6 @@ std::string prefill_sm90_refusal(const Spec& s, KernelKind kind, const std::stri
   if (s.quant == QuantMode::none && blocks64(s.head_dim_v) > blocks64(s.head_dim))
     return "prefill_sm90 stages the output in the Q tile: head_dim_v " + std::to_string(s.head_dim_v) +
            " needs more 64-column blocks than head_dim " + std::to_string(s.head_dim) + " has";
-  return "";
-}
-
-std::string prefill_sm90_default_refusal(const Spec& s, KernelKind kind, const std::string& arch) {
-  if (std::string why = prefill_sm90_refusal(s, kind, arch); !why.empty()) return why;
-  if (kind == KernelKind::prefill_paged && is_int8(s) && !kPagedInt8PrefillSm90IsDefault)
-    return "paged int8 prefill on prefill_sm90 is not verified on a GPU yet: prefill_sm80 stays the default "
-           "(a config with \"family\": \"prefill_sm90\" selects it)";
   return "";
 }
 

@@ -18,11 +18,6 @@ inline constexpr const char* kPrefillSm90 = "prefill_sm90";
 // contiguous K/V, or a paged 16-bit or int8 cache), head dims.
 std::string prefill_sm90_refusal(const Spec&, KernelKind, const std::string& arch);
 
-// Why the heuristic and the tuner do not pick prefill_sm90 for this kernel ("" when they do): its
-// refusal, or a path it makes that a GPU has not verified yet (paged int8), which only a config
-// naming the family selects.
-std::string prefill_sm90_default_refusal(const Spec&, KernelKind, const std::string& arch);
-
 // The default tiles: 3 x 64 rows at d <= 64, 2 x 64 above; block_n 128, narrowed in steps of 16
 // until two stages fit shared memory (112 at d192, 80 at d256). FlashAttention-3's 176 for
 // unmasked d128 measured slower on the H200 (docs/kernels-prefill-sm90.md). Block-sparse

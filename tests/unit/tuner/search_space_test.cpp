@@ -79,9 +79,8 @@ TEST(SearchSpace, Int8PrefillNeverTriesPersistentBlocks) {
   }
 }
 
-// Paged int8 on prefill_sm90 is not verified on a GPU yet: the tuner tries prefill_sm80 alone for
-// it (as the heuristic picks), while paged 16-bit prefill tries both families.
-TEST(SearchSpace, PagedInt8PrefillStaysOnPrefillSm80) {
+// Paged prefill, 16-bit and int8, tries both families (prefill_sm90 the heuristic's pick).
+TEST(SearchSpace, PagedInt8PrefillTriesBothFamilies) {
   const auto families = [](const std::vector<Config>& configs) {
     std::set<std::string> out;
     for (const Config& c : configs) out.insert(c.family);
@@ -91,7 +90,8 @@ TEST(SearchSpace, PagedInt8PrefillStaysOnPrefillSm80) {
             (std::set<std::string>{"prefill_sm80", "prefill_sm90"}));
   for (const char* quant : {"int8_qk", "int8_qkv"}) {
     const Spec s = spec_from("kv_cache: {dtype: int8}\nquant: " + std::string(quant) + "\n");
-    EXPECT_EQ(families(config_space(s, KernelKind::prefill_paged, "sm_90a")), std::set<std::string>{"prefill_sm80"})
+    EXPECT_EQ(families(config_space(s, KernelKind::prefill_paged, "sm_90a")),
+              (std::set<std::string>{"prefill_sm80", "prefill_sm90"}))
         << quant;
   }
 }

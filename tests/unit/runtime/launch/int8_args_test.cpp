@@ -66,8 +66,8 @@ void expect_bad(const KernelPlan& plan, const AttentionArgs& a, const std::strin
 
 TEST(Int8Plan, RunsOnItsFamiliesWithItsModeInTheName) {
   const Spec qkv = int8_llama(QuantMode::int8_qkv), qk = int8_llama(QuantMode::int8_qk);
-  EXPECT_EQ(plan_for(qkv, KernelKind::prefill_paged).family, "prefill_sm80");  // until the GPU confirms prefill_sm90
-  EXPECT_EQ(plan_for(qk, KernelKind::prefill_paged).family, "prefill_sm80");
+  EXPECT_EQ(plan_for(qkv, KernelKind::prefill_paged).family, "prefill_sm90");  // s8 wgmma over the pages
+  EXPECT_EQ(plan_for(qk, KernelKind::prefill_paged).family, "prefill_sm90");
   EXPECT_EQ(plan_for(qkv, KernelKind::decode).family, "decode_bw");      // int8 in registers (kv_int8_regs.cuh)
   EXPECT_EQ(plan_for(qk, KernelKind::decode).family, "decode_bw");
   EXPECT_EQ(plan_for(qkv, KernelKind::decode).config.block_n, 32);  // (tuned: docs/kernels-int8.md)
@@ -153,16 +153,12 @@ TEST(Int8Plan, ContiguousInt8PrefillIsPrefillSm90) {
 }
 
 // Paged int8 prefill on prefill_sm90 (the int8 K plane by TMA per page, key scales by bulk copy with
-// the K boxes, int8_qkv's raw V widened by the producer) plans when a config names the family; the
-// heuristic and the tuner keep prefill_sm80 until a GPU run confirms it (one switch:
-// kPagedInt8PrefillSm90IsDefault), and a spec whose family list leaves prefill_sm80 out takes it.
-TEST(Int8Plan, PagedInt8PrefillOnPrefillSm90ByConfig) {
+// the K boxes, int8_qkv's raw V widened by the producer) is the default on sm_90a (8x prefill_sm80's
+// time on the H200, docs/kernels-int8.md); a spec that names only prefill_sm80 keeps it.
+TEST(Int8Plan, PagedInt8PrefillOnPrefillSm90) {
   for (QuantMode q : {QuantMode::int8_qk, QuantMode::int8_qkv}) {
     const Spec s = int8_llama(q);
     EXPECT_EQ(prefill_sm90_refusal(s, KernelKind::prefill_paged, "sm_90a"), "");
-    EXPECT_NE(prefill_sm90_default_refusal(s, KernelKind::prefill_paged, "sm_90a").find("not verified on a GPU yet"),
-              std::string::npos);
-    EXPECT_EQ(prefill_sm90_default_refusal(s, KernelKind::prefill, "sm_90a"), "");  // contiguous: the default
     const Config c = default_family_config(s, KernelKind::prefill_paged, "sm_90a", "prefill_sm90");
     const KernelPlan paged = plan_kernel(s, KernelKind::prefill_paged, c, "sm_90a");
     const KernelPlan contiguous = plan_kernel(s, KernelKind::prefill, c, "sm_90a");
@@ -174,9 +170,10 @@ TEST(Int8Plan, PagedInt8PrefillOnPrefillSm90ByConfig) {
     const KernelSource src = emit_kernel(paged);
     EXPECT_NE(src.entry.find(q == QuantMode::int8_qk ? "_paged_i8qk_" : "_paged_i8qkv_"), std::string::npos) << src.entry;
     EXPECT_NE(src.source.find("kPaged = true;"), std::string::npos);
-    Spec only_sm90 = s;  // no prefill_sm80 to fall back on: the spec asks for prefill_sm90
-    only_sm90.tuning.families = {"prefill_sm90"};
-    EXPECT_EQ(default_config(only_sm90, KernelKind::prefill_paged, "sm_90a").family, "prefill_sm90");
+    EXPECT_EQ(default_config(s, KernelKind::prefill_paged, "sm_90a").family, "prefill_sm90");
+    Spec only_sm80 = s;  // the spec's family list still decides
+    only_sm80.tuning.families = {"prefill_sm80"};
+    EXPECT_EQ(default_config(only_sm80, KernelKind::prefill_paged, "sm_90a").family, "prefill_sm80");
   }
   // Narrower key tiles when paged above d128 (its consumers keep 232 registers beside the paged
   // producer's 32): 80 at d192, 48 at d256.
@@ -191,8 +188,7 @@ TEST(Int8Plan, PagedInt8PrefillOnPrefillSm90ByConfig) {
   EXPECT_NE(prefill_sm90_refusal(d72, KernelKind::prefill_paged, "sm_90a")
                 .find("head_dim 72 and head_dim_v 72 must be multiples of 16"),
             std::string::npos);
-  EXPECT_NE(prefill_sm90_default_refusal(d72, KernelKind::prefill_paged, "sm_90a").find("multiples of 16"),
-            std::string::npos);
+  EXPECT_EQ(default_config(d72, KernelKind::prefill_paged, "sm_90a").family, "prefill_sm80");
   try {
     plan_kernel(d72, KernelKind::prefill_paged,
                 default_family_config(d72, KernelKind::prefill_paged, "sm_90a", "prefill_sm90"), "sm_90a");
