@@ -94,7 +94,9 @@ TEST(Int8Plan, RunsOnItsFamiliesWithItsModeInTheName) {
 }
 
 TEST(Int8Args, ScalesInTheForksLayoutsAndStridesInTwoByteUnits) {
-  const KernelPlan paged = plan_for(int8_llama(QuantMode::int8_qkv), KernelKind::prefill_paged);
+  Spec paged_spec = int8_llama(QuantMode::int8_qkv);
+  paged_spec.tuning.families = {"prefill_sm80"};  // strides only: no tensor maps (they need a driver)
+  const KernelPlan paged = plan_for(paged_spec, KernelKind::prefill_paged);
   AttentionArgs a = good_args(true);
   AttentionParams p = prepare_attention(paged, a).params;
   EXPECT_EQ(p.q_row_stride, 32 * 128 / 2);
@@ -211,7 +213,9 @@ TEST(Int8Args, PagedPrefillSm90TakesKeyScalesOnSixteenBytes) {
   a.k_token_scale = reinterpret_cast<const float*>(0x80004);
   expect_bad(sm90, a, "k_token_scale must be 16-byte aligned for paged prefill_sm90");
   // prefill_sm80 reads the scales one by one: 4-byte aligned ones pass.
-  EXPECT_EQ(prepare_attention(plan_for(s, KernelKind::prefill_paged), a).params.k_token_scale, a.k_token_scale);
+  Spec sm80 = s;
+  sm80.tuning.families = {"prefill_sm80"};
+  EXPECT_EQ(prepare_attention(plan_for(sm80, KernelKind::prefill_paged), a).params.k_token_scale, a.k_token_scale);
 }
 
 TEST(Int8Args, BadCallsNameTheProblem) {
