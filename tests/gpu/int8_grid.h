@@ -1,7 +1,6 @@
 // The int8 cases of the attention grid (attention-semantics.md §5.2): both int8 modes as
-// contiguous and paged prefill (each on prefill_sm80 and prefill_sm90, `sm90_`; paged int8's
-// default stays prefill_sm80 until a GPU run confirms prefill_sm90's, so its `sm90_` twins name
-// the family), and paged decode (one and several query tokens), with the
+// contiguous and paged prefill (each on prefill_sm80 and, as `sm90_` twins, prefill_sm90: both
+// cases name their family, so both stay tested whichever is the default), and paged decode (one and several query tokens), with the
 // features the int8 fork allows (causal, window, softcap, ALiBi, sqrt-ALiBi, GQA), q scales in
 // both layouts, and the fork's HND cache beside the other layouts. Decode runs on the arch's default
 // (decode_bw on sm_90 where the head dims allow) and on decode_split (`_decode_split` twins). Checked against the float64
