@@ -60,9 +60,10 @@ inline std::vector<GridCase> int8_grid() {
         g.spec = k.spec;
         g.kind = kind;
         AttentionCase& c = g.call;
-        // Paged prefill falls on i = 1 mod 4 (four cases a kernel): its layout and q-scale layout
-        // rotate with the kernel instead, so it meets the fork's HND cache and both q-scale layouts.
-        const int r = kind == KernelKind::prefill_paged ? i / 4 : i;
+        // Contiguous and paged prefill fall on i = 0 and 1 mod 4 (four cases a kernel): their layout
+        // and q-scale layout rotate with the kernel instead, so both meet both q-scale layouts (and
+        // paged the fork's HND cache); contiguous prefill was always [T, H] before.
+        const int r = kind == KernelKind::decode ? i : i / 4;
         c.q_scale_head_major = r % 2 == 1;
         c.layout = layouts[r % layouts.size()];
         c.page_table = all_page_table_forms()[i % 3];
