@@ -58,9 +58,9 @@ std::vector<Config> family_space(const Spec& s, KernelKind kind, const Config& b
   return out;
 }
 
-// prefill_sm90's axes where its planner takes the spec: 2 or 3 consumer warpgroups, block_n, and the default tile again
-// with 3 stages, without ping-pong and with persistence flipped (the planner and pruning drop what
-// cannot fit).
+// prefill_sm90's axes where its planner takes the spec: 2 or 3 consumer warpgroups, block_n, and
+// the default tile again with 3 stages, without ping-pong and with persistence flipped (the
+// planner and pruning drop what cannot fit).
 std::vector<Config> sm90_space(const Spec& s, KernelKind kind, const std::string& arch) {
   std::vector<Config> out;
   if (!prefill_sm90_refusal(s, kind, arch).empty()) return out;
