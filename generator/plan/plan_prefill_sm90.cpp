@@ -22,19 +22,19 @@ std::string prefill_sm90_int8_refusal(const Spec& s) {
   return "";
 }
 
-// mixed_tiles: wide tiles over the local band, narrow ones (one sparse block) over the vertical
-// blocks, in one ring of block_n-row stages (Sparse::MixedTiles).
-void check_mixed_tiles(const Spec& s, KernelKind kind, const Config& c) {
-  const std::string off = " (mixed_tiles: false)";
+// Key tiles of two sparse blocks, each block its own TMA box: mixed_tiles (wide tiles over the
+// local band, narrow ones of one block over the vertical blocks, Sparse::MixedTiles) and
+// paired_tiles (every tile two blocks of the visible list, adjacent or not, Sparse::PairedTiles).
+void check_two_block_tiles(const Spec& s, KernelKind kind, const Config& c, const std::string& field) {
+  const std::string off = " (" + field + ": false)";
   if (!s.sparse.enabled)
-    throw BadConfig("mixed_tiles splits the key tiles of a block_sparse pattern; the spec has none" + off);
+    throw BadConfig(field + " splits the key tiles of a block_sparse pattern; the spec has none" + off);
   if (kind != KernelKind::prefill)
-    throw BadConfig(std::string("mixed_tiles reads contiguous K/V; a ") + to_string(kind) +
-                    " kernel has one tile width" + off);
+    throw BadConfig(field + " reads contiguous K/V; a " + to_string(kind) + " kernel reads its key tiles by pages" + off);
   if (s.quant != QuantMode::none)
-    throw BadConfig(std::string("mixed_tiles is built for 16-bit Q/K, not quant ") + to_string(s.quant) + off);
+    throw BadConfig(field + " is built for 16-bit Q/K, not quant " + to_string(s.quant) + off);
   if (c.block_n != 2 * s.sparse.block_size || s.sparse.block_size % 16 != 0)
-    throw BadConfig("mixed_tiles: block_n " + std::to_string(c.block_n) + " must be two sparse blocks of whole k16 " +
+    throw BadConfig(field + ": block_n " + std::to_string(c.block_n) + " must be two sparse blocks of whole k16 " +
                     "steps (block_size " + std::to_string(s.sparse.block_size) + ": block_n " +
                     std::to_string(2 * s.sparse.block_size) + ")" + off);
 }
@@ -53,7 +53,10 @@ void check_config(const Spec& s, KernelKind kind, const Config& c, const ArchInf
   if (c.persistent && s.quant != QuantMode::none)
     throw BadConfig(std::string("persistent prefill_sm90 blocks are not verified with int8 Q/K (quant ") +
                     to_string(s.quant) + "): int8 runs one block per item (persistent: false)");
-  if (c.mixed_tiles) check_mixed_tiles(s, kind, c);
+  if (c.mixed_tiles && c.paired_tiles)
+    throw BadConfig("mixed_tiles and paired_tiles are two ways to fill a tile of two sparse blocks; set one");
+  if (c.mixed_tiles) check_two_block_tiles(s, kind, c, "mixed_tiles");
+  if (c.paired_tiles) check_two_block_tiles(s, kind, c, "paired_tiles");
   check_key_tiles(c, prefill_sm90_smem_bytes(s, c, kind), arch, 4);
 }
 

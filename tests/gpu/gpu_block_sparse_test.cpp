@@ -61,9 +61,14 @@ Spec sparse_spec(int hq, int hkv, int bs, int local, int vs, int step, int begin
   return s;
 }
 
-// The mixed_tiles config for a spec's pattern: key tiles of two sparse blocks (`extra`: more fields).
-std::string mixed_tiles(const Spec& s, const std::string& extra = "") {
-  return "{" + extra + R"("block_n":)" + std::to_string(2 * s.sparse.block_size) + R"(,"mixed_tiles":true})";
+// The mixed_tiles (or paired_tiles) config for a spec's pattern: key tiles of two sparse blocks
+// (`extra`: more fields).
+std::string two_block_tiles(const Spec& s, const std::string& field, const std::string& extra) {
+  return "{" + extra + R"("block_n":)" + std::to_string(2 * s.sparse.block_size) + ",\"" + field + "\":true}";
+}
+std::string mixed_tiles(const Spec& s, const std::string& extra = "") { return two_block_tiles(s, "mixed_tiles", extra); }
+std::string paired_tiles(const Spec& s, const std::string& extra = "") {
+  return two_block_tiles(s, "paired_tiles", extra);
 }
 
 std::vector<SparseCase> cases() {
@@ -86,10 +91,14 @@ std::vector<SparseCase> cases() {
     out.push_back({"decode_split_" + tag, spec, KernelKind::decode, "decode_split", {}, {1, 100, 777, 1500}, 0});
     // Mixed tiles (opt-in): the band on tiles of two sparse blocks, the vertical blocks on one.
     out.push_back({"prefill_mixed_" + tag, spec, KernelKind::prefill, "", lq, lq, 1, mixed_tiles(spec)});
+    // Paired tiles: every tile two sparse blocks of the visible list, adjacent or not.
+    out.push_back({"prefill_paired_" + tag, spec, KernelKind::prefill, "", lq, lq, 1, paired_tiles(spec)});
   }
   // Mixed tiles with more keys than queries (positions shifted: q tiles straddle sparse blocks).
   out.push_back({"prefill_mixed_kv_longer_scaled_phi3", specs[0].second, KernelKind::prefill, "", lq, lk_longer, 1,
                  mixed_tiles(specs[0].second)});
+  out.push_back({"prefill_paired_kv_longer_scaled_phi3", specs[0].second, KernelKind::prefill, "", lq, lk_longer, 1,
+                 paired_tiles(specs[0].second)});
   const Spec phi3 = sparse_spec(32, 8, 64, 16, 8, 1, 0, 64);
   // Persistent blocks of two warpgroups holding Q in registers (the sm_90a default here) walk
   // 2 x 32 x 24 = 1536 items on 132 SMs; the one-item-per-block kernel again; persistent blocks of
@@ -104,6 +113,11 @@ std::vector<SparseCase> cases() {
                  mixed_tiles(phi3)});
   out.push_back({"prefill_phi3_small_mixed_one_item_per_block", phi3, KernelKind::prefill, "", {3000, 1100},
                  {3000, 1100}, 1, mixed_tiles(phi3, R"("persistent":false,)")});
+  // Paired tiles on Phi-3-small: persistent (Q in registers) and one item per block.
+  out.push_back({"prefill_phi3_small_paired", phi3, KernelKind::prefill, "", {3000, 1100}, {3000, 1100}, 1,
+                 paired_tiles(phi3)});
+  out.push_back({"prefill_phi3_small_paired_one_item_per_block", phi3, KernelKind::prefill, "", {3000, 1100},
+                 {3000, 1100}, 1, paired_tiles(phi3, R"("persistent":false,)")});
   out.push_back({"prefill_sm80_phi3_small", phi3, KernelKind::prefill, "prefill_sm80", {1500}, {1500}});
   out.push_back({"decode_phi3_small", phi3, KernelKind::decode, "", {}, {5000, 64, 2049}, 0});
   return out;
@@ -212,7 +226,7 @@ INSTANTIATE_TEST_SUITE_P(Grid, GpuBlockSparse, ::testing::ValuesIn(cases()),
 
 // Phi-3-small's pattern at S=8192 (B=1, Hq 32, Hkv 8, d128, bf16) against the dense causal kernel
 // of the same shape, both on the arch's default prefill family and on a few key-tile configs
-// (mixed tiles among them).
+// (mixed and paired tiles among them).
 TEST(GpuBlockSparseTiming, Phi3SmallS8192) {
   if (Device::count() == 0) GTEST_SKIP() << "no GPU: " << Driver::get().error();
   Device device(0);
@@ -237,6 +251,9 @@ TEST(GpuBlockSparseTiming, Phi3SmallS8192) {
     runs.push_back({R"(dense_causal_{"persistent":true})", dense, R"({"persistent":true})"});
     // Mixed tiles (docs/kernels-block-sparse.md, "Mixed tiles"): predicted ~0.33 ms, <= 0.37 ms for 2.5x.
     for (const std::string& cfg : {mixed_tiles(sparse), mixed_tiles(sparse, R"("persistent":false,)")})
+      runs.push_back({"sparse_" + cfg, sparse, cfg});
+    // Paired tiles (docs/kernels-block-sparse.md, "Paired tiles"): predicted ~0.33 ms.
+    for (const std::string& cfg : {paired_tiles(sparse), paired_tiles(sparse, R"("persistent":false,)")})
       runs.push_back({"sparse_" + cfg, sparse, cfg});
   }
   std::vector<KernelSource> sources;

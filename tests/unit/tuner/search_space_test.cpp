@@ -96,22 +96,23 @@ TEST(SearchSpace, PagedInt8PrefillTriesBothFamilies) {
   }
 }
 
-// Block-sparse contiguous prefill tries mixed tiles once (the default at block_n = two sparse
-// blocks; the heuristic never picks it), and it survives pruning; dense and paged never do.
-TEST(SearchSpace, BlockSparsePrefillTriesMixedTilesOnce) {
-  const auto mixed = [](const std::vector<Config>& configs) {
-    return std::count_if(configs.begin(), configs.end(), [](const Config& c) { return c.mixed_tiles; });
+// Block-sparse contiguous prefill tries paired tiles once (block_n = two sparse blocks), and it
+// survives pruning; mixed tiles (measured slower) only by an explicit config; dense and paged
+// never pair.
+TEST(SearchSpace, BlockSparsePrefillTriesPairedTilesOnce) {
+  const auto count = [](const std::vector<Config>& configs, bool Config::*field) {
+    return std::count_if(configs.begin(), configs.end(), [&](const Config& c) { return c.*field; });
   };
   const Spec s = spec_from("mask: causal\nblock_sparse: {block_size: 64, local_blocks: 16, vert_stride: 8}\n");
   const auto configs = config_space(s, KernelKind::prefill, "sm_90a");
-  EXPECT_FALSE(configs.front().mixed_tiles);
-  ASSERT_EQ(mixed(configs), 1);
-  const Config c = *std::find_if(configs.begin(), configs.end(), [](const Config& c) { return c.mixed_tiles; });
-  EXPECT_EQ(c.short_name(), "m128n128w12s2psmx");
+  EXPECT_EQ(count(configs, &Config::mixed_tiles), 0);
+  ASSERT_EQ(count(configs, &Config::paired_tiles), 1);
+  const Config c = *std::find_if(configs.begin(), configs.end(), [](const Config& c) { return c.paired_tiles; });
+  EXPECT_EQ(c.short_name(), "m128n128w12s2pspt");
   EXPECT_EQ(prune_reason(s, KernelKind::prefill, c, "sm_90a", 0), "");
   EXPECT_EQ(Config::from_json(c.to_json()), c);
-  EXPECT_EQ(mixed(config_space(s, KernelKind::prefill_paged, "sm_90a")), 0);
-  EXPECT_EQ(mixed(config_space(spec_from(), KernelKind::prefill, "sm_90a")), 0);
+  EXPECT_EQ(count(config_space(s, KernelKind::prefill_paged, "sm_90a"), &Config::paired_tiles), 0);
+  EXPECT_EQ(count(config_space(spec_from(), KernelKind::prefill, "sm_90a"), &Config::paired_tiles), 0);
 }
 
 TEST(SearchSpace, Sm90PruningFollowsTheConsumerRegisterBudget) {
