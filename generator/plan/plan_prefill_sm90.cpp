@@ -81,7 +81,8 @@ Config default_prefill_sm90_config(const Spec& s, KernelKind kind) {
   Config c;
   c.family = kPrefillSm90;
   const int d = std::max(s.head_dim, s.head_dim_v);  // 3 x 64 rows only where O and S stay small
-  // Block-sparse: key tiles of one sparse block (64..128 keys), so a vertical block costs one tile;
+  // Block-sparse: key tiles of one sparse block (64..128 keys), so a vertical block costs one tile
+  // (at block size 64 and d128: paired tiles of two blocks, below);
   // its blocks see few tiles, so 3 x 64 rows per block where S stays small (m192n64: 5 % faster
   // than m128n64 on Phi-3-small, docs/kernels-block-sparse.md), but contiguous prefill at d <= 128
   // runs persistent blocks of 2 x 64 rows, which keep Q in registers (Q K^T of 64-key tiles then
@@ -114,6 +115,16 @@ Config default_prefill_sm90_config(const Spec& s, KernelKind kind) {
   p.persistent = true;
   c.persistent = s.sparse.enabled && kind == KernelKind::prefill && s.quant == QuantMode::none &&
                  prefill_sm90_smem_bytes(s, p, kind) <= limit;
+  // Block size 64 at d128 (contiguous, 16-bit): paired tiles, every 128-key tile two sparse blocks
+  // of the visible list, so a vertical block still costs half a tile and every tile is the dense
+  // kernel's width: 0.410 ms against one-block tiles' 0.429 on Phi-3-small (nvidia-h200,
+  // docs/kernels-block-sparse.md). Other block sizes and head dims are not measured.
+  p = c;
+  p.block_n = 2 * s.sparse.block_size;
+  p.paired_tiles = true;
+  if (c.persistent && s.sparse.block_size == 64 && d == 128 && c.block_m == 128 &&
+      prefill_sm90_smem_bytes(s, p, kind) <= limit)
+    c = p;
   return c;
 }
 
