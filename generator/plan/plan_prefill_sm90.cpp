@@ -30,7 +30,8 @@ void check_two_block_tiles(const Spec& s, KernelKind kind, const Config& c, cons
   if (!s.sparse.enabled)
     throw BadConfig(field + " splits the key tiles of a block_sparse pattern; the spec has none" + off);
   if (kind != KernelKind::prefill)
-    throw BadConfig(field + " reads contiguous K/V; a " + to_string(kind) + " kernel reads its key tiles by pages" + off);
+    throw BadConfig(field + " reads contiguous K/V; a " + to_string(kind) + " kernel reads its key tiles by pages" +
+                    off);
   if (s.quant != QuantMode::none)
     throw BadConfig(field + " is built for 16-bit Q/K, not quant " + to_string(s.quant) + off);
   if (c.block_n != 2 * s.sparse.block_size || s.sparse.block_size % 16 != 0)

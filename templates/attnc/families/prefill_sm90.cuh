@@ -36,8 +36,8 @@
 //   Element (bf16_t | fp16_t), kHeadDim, kHeadDimV (multiples of 8, <= 256, Dv's 64-column blocks
 //   no more than D's), kGroup, kBlockM (= 64 * kConsumerWarpgroups), kBlockN, kStages,
 //   kConsumerWarpgroups (2 or 3), kPingpong, kMask (MaskKind), kSoftcap, kAlibi (Alibi), kSinks,
-//   kLse (LseOut), kPaged, kPersistent, kMixedTiles, kPairedTiles; int8 kernels also kInt8 (Q·Kᵀ on s8 wgmma; int8_qkv's V
-//   widened by the producer: prefill_sm90_int8.cuh).
+//   kLse (LseOut), kPaged, kPersistent, kMixedTiles, kPairedTiles; int8 kernels also kInt8 (Q·Kᵀ
+//   on s8 wgmma; int8_qkv's V widened by the producer: prefill_sm90_int8.cuh).
 #pragma once
 
 #include "attnc/features/alibi.cuh"
@@ -131,8 +131,8 @@ struct PrefillSm90 {
     static_assert(S::kEnabled && S::kBlock * 2 == BN, "paired tiles: BN keys are two sparse blocks");
     using type = typename S::PairedTiles;
   };
-  using TileList = typename conditional<
-      kMixed, MixedListOf<Sparse>, typename conditional<kPaired, PairedListOf<Sparse>, TileListOf<Sparse>>::type>::type::type;
+  using OneWidthList = typename conditional<kPaired, PairedListOf<Sparse>, TileListOf<Sparse>>::type;
+  using TileList = typename conditional<kMixed, MixedListOf<Sparse>, OneWidthList>::type::type;
   // K/V tiles land in TMA boxes of kBoxRows rows (mixed: one narrow tile; paired: one sparse
   // block); a stage holds BN rows.
   static constexpr int kBoxRows = kMixed || kPaired ? BN / 2 : BN;
