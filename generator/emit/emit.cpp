@@ -96,6 +96,7 @@ std::string emit_prefill_sm90(const KernelPlan& p, const std::string& entry) {
     << "  static constexpr bool kPaged = " << b(p.paged) << ";\n"
     << "  static constexpr bool kPersistent = " << b(c.persistent) << ";\n"
     << "  static constexpr bool kMixedTiles = " << b(c.mixed_tiles) << ";\n"
+    << "  static constexpr bool kPairedTiles = " << b(c.paired_tiles) << ";\n"
     << "};\n\n"
     << "static_assert(attnc::PrefillSm90<Traits>::kSmemBytes == " << p.smem_bytes
     << ", \"host and template disagree on shared memory\");\n\n"

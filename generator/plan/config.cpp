@@ -12,6 +12,7 @@ std::string Config::short_name() const {
   if (family == "prefill_sm90" && !pingpong) s += "np";
   if (family == "prefill_sm90" && persistent) s += "ps";
   if (family == "prefill_sm90" && mixed_tiles) s += "mx";
+  if (family == "prefill_sm90" && paired_tiles) s += "pt";
   return s;
 }
 
@@ -25,6 +26,7 @@ std::string Config::to_json() const {
   if (family == "prefill_sm90") j["pingpong"] = pingpong;
   if (family == "prefill_sm90" && persistent) j["persistent"] = true;
   if (family == "prefill_sm90" && mixed_tiles) j["mixed_tiles"] = true;
+  if (family == "prefill_sm90" && paired_tiles) j["paired_tiles"] = true;
   return j.dump();
 }
 
@@ -46,9 +48,12 @@ Config Config::from_json(const std::string& text, const Config& base) {
       c.family = it->get<std::string>();
       continue;
     }
-    if (key == "pingpong" || key == "persistent" || key == "mixed_tiles") {
+    if (key == "pingpong" || key == "persistent" || key == "mixed_tiles" || key == "paired_tiles") {
       if (!it->is_boolean()) throw std::invalid_argument("config." + key + ": expected true or false");
-      (key == "pingpong" ? c.pingpong : key == "persistent" ? c.persistent : c.mixed_tiles) = it->get<bool>();
+      (key == "pingpong"     ? c.pingpong
+       : key == "persistent" ? c.persistent
+       : key == "mixed_tiles" ? c.mixed_tiles
+                              : c.paired_tiles) = it->get<bool>();
       continue;
     }
     int* field = key == "block_m"  ? &c.block_m
@@ -59,7 +64,7 @@ Config Config::from_json(const std::string& text, const Config& base) {
     if (!field)
       throw std::invalid_argument("config." + key +
                                   ": unknown field; allowed: family, block_m, block_n, warps, stages, pingpong, "
-                                  "persistent, mixed_tiles");
+                                  "persistent, mixed_tiles, paired_tiles");
     if (!it->is_number_integer()) throw std::invalid_argument("config." + key + ": expected an integer");
     *field = it->get<int>();
   }

@@ -21,11 +21,14 @@ struct Config {
   // prefill_sm90, block-sparse: the local band in key tiles of block_n, the vertical blocks in tiles
   // of one sparse block (block_n / 2) filling half a stage (docs/kernels-block-sparse.md).
   bool mixed_tiles = false;
+  // prefill_sm90, block-sparse: every key tile of block_n is two sparse blocks (block_n / 2 each)
+  // of the visible list, adjacent or not, in two TMA boxes (docs/kernels-block-sparse.md).
+  bool paired_tiles = false;
 
   // "m128n64w8s2" (+ "np" for prefill_sm90 without ping-pong, + "ps" persistent, + "mx" mixed
-  // tiles): short, stable, used in kernel names. JSON names pingpong, persistent and mixed_tiles
-  // only for prefill_sm90 (the last two only when set), so other families' configs (and their
-  // records) read as before.
+  // tiles, + "pt" paired tiles): short, stable, used in kernel names. JSON names pingpong,
+  // persistent, mixed_tiles and paired_tiles only for prefill_sm90 (all but pingpong only when
+  // set), so other families' configs (and their records) read as before.
   std::string short_name() const;
   std::string to_json() const;
   // Fields present in `json` override `base`; throws std::invalid_argument naming the field.

@@ -223,6 +223,8 @@ KernelPlan plan_attention_kernel(const Spec& s, KernelKind kind, const Config& c
     throw BadConfig("persistent blocks are prefill_sm90's (sm_90a prefill); family '" + c.family + "' has none");
   if (c.mixed_tiles && !sm90)
     throw BadConfig("mixed_tiles are prefill_sm90's (sm_90a prefill); family '" + c.family + "' has none");
+  if (c.paired_tiles && !sm90)
+    throw BadConfig("paired_tiles are prefill_sm90's (sm_90a prefill); family '" + c.family + "' has none");
   if (!sm90 && !mla) check_config(s, kind, c, info);
 
   KernelPlan p = base_plan(s, kind, c, arch);

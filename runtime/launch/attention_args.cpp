@@ -210,8 +210,8 @@ void set_tensor_maps(AttentionLaunch& l, const KernelPlan& plan, const Attention
                                 p.v_block_stride, box);
     return;
   }
-  // Mixed tiles: boxes of one narrow tile (a wide one takes two).
-  const int box = plan.config.mixed_tiles ? bn / 2 : bn;
+  // Mixed tiles: boxes of one narrow tile (a wide one takes two); paired tiles: of one sparse block.
+  const int box = plan.config.mixed_tiles || plan.config.paired_tiles ? bn / 2 : bn;
   l.maps.k = tensor_map("k", p.k, qk_cols, s.num_kv_heads, total_k, p.k_head_stride, p.k_row_stride, box);
   l.maps.v = tensor_map("v", p.v, v_cols, s.num_kv_heads, total_k, p.v_head_stride, p.v_row_stride, box);
 }

@@ -61,10 +61,19 @@ Spec sparse_spec(int hq, int hkv, int bs, int local, int vs, int step, int begin
   return s;
 }
 
-// The mixed_tiles config for a spec's pattern: key tiles of two sparse blocks (`extra`: more fields).
-std::string mixed_tiles(const Spec& s, const std::string& extra = "") {
-  return "{" + extra + R"("block_n":)" + std::to_string(2 * s.sparse.block_size) + R"(,"mixed_tiles":true})";
+// The mixed_tiles (or paired_tiles) config for a spec's pattern: key tiles of two sparse blocks
+// (`extra`: more fields, each followed by a comma).
+std::string two_block_tiles(const Spec& s, const std::string& fields) {
+  return "{" + fields + R"(,"block_n":)" + std::to_string(2 * s.sparse.block_size) + "}";
 }
+std::string mixed_tiles(const Spec& s, const std::string& extra = "") {
+  return two_block_tiles(s, extra + R"("mixed_tiles":true,"paired_tiles":false)");
+}
+std::string paired_tiles(const Spec& s, const std::string& extra = "") {
+  return two_block_tiles(s, extra + R"("paired_tiles":true)");
+}
+// Phi-3-small's key tiles of one sparse block (the default before paired tiles).
+constexpr const char* kOneBlockTiles = R"("block_n":64,"paired_tiles":false)";
 
 std::vector<SparseCase> cases() {
   const std::vector<std::pair<std::string, Spec>> specs = {
@@ -86,19 +95,25 @@ std::vector<SparseCase> cases() {
     out.push_back({"decode_split_" + tag, spec, KernelKind::decode, "decode_split", {}, {1, 100, 777, 1500}, 0});
     // Mixed tiles (opt-in): the band on tiles of two sparse blocks, the vertical blocks on one.
     out.push_back({"prefill_mixed_" + tag, spec, KernelKind::prefill, "", lq, lq, 1, mixed_tiles(spec)});
+    // Paired tiles: every tile two sparse blocks of the visible list, adjacent or not.
+    out.push_back({"prefill_paired_" + tag, spec, KernelKind::prefill, "", lq, lq, 1, paired_tiles(spec)});
   }
   // Mixed tiles with more keys than queries (positions shifted: q tiles straddle sparse blocks).
   out.push_back({"prefill_mixed_kv_longer_scaled_phi3", specs[0].second, KernelKind::prefill, "", lq, lk_longer, 1,
                  mixed_tiles(specs[0].second)});
+  out.push_back({"prefill_paired_kv_longer_scaled_phi3", specs[0].second, KernelKind::prefill, "", lq, lk_longer, 1,
+                 paired_tiles(specs[0].second)});
   const Spec phi3 = sparse_spec(32, 8, 64, 16, 8, 1, 0, 64);
-  // Persistent blocks of two warpgroups holding Q in registers (the sm_90a default here) walk
-  // 2 x 32 x 24 = 1536 items on 132 SMs; the one-item-per-block kernel again; persistent blocks of
-  // three warpgroups (Q in shared memory).
+  // Persistent blocks of two warpgroups holding Q in registers on paired tiles (the sm_90a default
+  // here) walk 2 x 32 x 24 = 1536 items on 132 SMs; the one-item-per-block kernel again; key tiles
+  // of one sparse block, persistent with two warpgroups and with three (Q in shared memory).
   out.push_back({"prefill_phi3_small", phi3, KernelKind::prefill, "", {3000, 1100}, {3000, 1100}});
   out.push_back({"prefill_phi3_small_one_item_per_block", phi3, KernelKind::prefill, "", {3000, 1100}, {3000, 1100},
                  1, R"({"persistent":false})"});
+  out.push_back({"prefill_phi3_small_one_block_tiles", phi3, KernelKind::prefill, "", {3000, 1100}, {3000, 1100}, 1,
+                 std::string("{") + kOneBlockTiles + "}"});
   out.push_back({"prefill_phi3_small_m192_persistent", phi3, KernelKind::prefill, "", {3000, 1100}, {3000, 1100}, 1,
-                 R"({"block_m":192,"warps":16})"});
+                 std::string(R"({"block_m":192,"warps":16,)") + kOneBlockTiles + "}"});
   // Mixed tiles on Phi-3-small: persistent (Q in registers) and one item per block.
   out.push_back({"prefill_phi3_small_mixed", phi3, KernelKind::prefill, "", {3000, 1100}, {3000, 1100}, 1,
                  mixed_tiles(phi3)});
@@ -212,7 +227,7 @@ INSTANTIATE_TEST_SUITE_P(Grid, GpuBlockSparse, ::testing::ValuesIn(cases()),
 
 // Phi-3-small's pattern at S=8192 (B=1, Hq 32, Hkv 8, d128, bf16) against the dense causal kernel
 // of the same shape, both on the arch's default prefill family and on a few key-tile configs
-// (mixed tiles among them).
+// (mixed and paired tiles among them).
 TEST(GpuBlockSparseTiming, Phi3SmallS8192) {
   if (Device::count() == 0) GTEST_SKIP() << "no GPU: " << Driver::get().error();
   Device device(0);
@@ -228,12 +243,15 @@ TEST(GpuBlockSparseTiming, Phi3SmallS8192) {
     std::string config_json;
   };
   std::vector<Run> runs = {{"dense_causal_default", dense, ""}, {"sparse_default", sparse, ""}};
-  // The default is persistent with Q in registers (m128n64s2ps); one item per block, 3 stages,
-  // 192 rows (Q in shared memory) persistent and not; dense causal persistent.
+  // The default is persistent with Q in registers on paired tiles (m128n128s2pspt); one item per
+  // block; key tiles of one sparse block (the default before), persistent and not, 3 stages, 192
+  // rows (Q in shared memory); dense causal persistent.
   if (arch == "sm_90a") {
-    for (const char* cfg : {R"({"persistent":false})", R"({"stages":3})", R"({"block_m":192,"warps":16})",
-                            R"({"block_m":192,"warps":16,"persistent":false})"})
-      runs.push_back({std::string("sparse_") + cfg, sparse, cfg});
+    const std::string one = kOneBlockTiles;
+    for (const std::string& cfg :
+         {std::string(R"({"persistent":false})"), "{" + one + "}", R"({"persistent":false,)" + one + "}",
+          R"({"stages":3,)" + one + "}", R"({"block_m":192,"warps":16,)" + one + "}"})
+      runs.push_back({"sparse_" + cfg, sparse, cfg});
     runs.push_back({R"(dense_causal_{"persistent":true})", dense, R"({"persistent":true})"});
     // Mixed tiles (docs/kernels-block-sparse.md, "Mixed tiles"): predicted ~0.33 ms, <= 0.37 ms for 2.5x.
     for (const std::string& cfg : {mixed_tiles(sparse), mixed_tiles(sparse, R"("persistent":false,)")})

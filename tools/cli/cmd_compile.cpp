@@ -80,7 +80,7 @@ void run_compile(const CompileCmdOptions& o) {
     const std::string label = s.name.empty() ? path : s.name;
     auto& kinds = kinds_by_spec[path];
     // Only the kernels asked for are generated, so a --config that suits them alone (a persistent or
-    // mixed_tiles prefill, which the paged prefill refuses) compiles.
+    // paired_tiles prefill, which the paged prefill refuses) compiles.
     for (KernelKind kind : kernels_of(s)) {
       kinds.push_back(to_string(kind));
       if (!o.kinds.empty() && std::find(o.kinds.begin(), o.kinds.end(), to_string(kind)) == o.kinds.end()) continue;

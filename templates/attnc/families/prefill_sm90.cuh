@@ -36,8 +36,8 @@
 //   Element (bf16_t | fp16_t), kHeadDim, kHeadDimV (multiples of 8, <= 256, Dv's 64-column blocks
 //   no more than D's), kGroup, kBlockM (= 64 * kConsumerWarpgroups), kBlockN, kStages,
 //   kConsumerWarpgroups (2 or 3), kPingpong, kMask (MaskKind), kSoftcap, kAlibi (Alibi), kSinks,
-//   kLse (LseOut), kPaged, kPersistent, kMixedTiles; int8 kernels also kInt8 (Q·Kᵀ on s8 wgmma; int8_qkv's V
-//   widened by the producer: prefill_sm90_int8.cuh).
+//   kLse (LseOut), kPaged, kPersistent, kMixedTiles, kPairedTiles; int8 kernels also kInt8 (Q·Kᵀ
+//   on s8 wgmma; int8_qkv's V widened by the producer: prefill_sm90_int8.cuh).
 #pragma once
 
 #include "attnc/features/alibi.cuh"
@@ -77,6 +77,10 @@ struct PrefillSm90 {
   // blocks in tiles of BN / 2 (one sparse block) filling half a stage (Sparse::MixedTiles).
   static constexpr bool kMixed = T::kMixedTiles;
   static_assert(!(kMixed && kPaged), "mixed tiles read contiguous K/V");
+  // Paired tiles (block-sparse, contiguous, 16-bit): every tile two sparse blocks of the visible
+  // list, adjacent or not, in two TMA boxes (Sparse::PairedTiles); one width, BN keys.
+  static constexpr bool kPaired = T::kPairedTiles;
+  static_assert(!(kPaired && (kPaged || kMixed)), "paired tiles read contiguous K/V, in tiles of one width");
   // Registers per thread after setmaxnreg: the producer keeps few, the consumers take the rest of
   // what the block was launched with (kLaunchRegs: setmaxnreg.inc draws on the block's own
   // registers, so a sum above it never completes). The paged producer warp holds its boxes' pages
@@ -122,9 +126,16 @@ struct PrefillSm90 {
     static_assert(S::kEnabled && S::kBlock * 2 == BN, "mixed tiles: BN keys are two sparse blocks");
     using type = typename S::MixedTiles;
   };
-  using TileList = typename conditional<kMixed, MixedListOf<Sparse>, TileListOf<Sparse>>::type::type;
-  // K/V tiles land in TMA boxes of kBoxRows rows (mixed: one narrow tile); a stage holds BN rows.
-  static constexpr int kBoxRows = kMixed ? BN / 2 : BN;
+  template <class S>
+  struct PairedListOf {
+    static_assert(S::kEnabled && S::kBlock * 2 == BN, "paired tiles: BN keys are two sparse blocks");
+    using type = typename S::PairedTiles;
+  };
+  using OneWidthList = typename conditional<kPaired, PairedListOf<Sparse>, TileListOf<Sparse>>::type;
+  using TileList = typename conditional<kMixed, MixedListOf<Sparse>, OneWidthList>::type::type;
+  // K/V tiles land in TMA boxes of kBoxRows rows (mixed: one narrow tile; paired: one sparse
+  // block); a stage holds BN rows.
+  static constexpr int kBoxRows = kMixed || kPaired ? BN / 2 : BN;
 
   // Shared memory: Q, the K ring, the V ring, (int8_qkv) the raw V ring, (int8) the key-scale ring,
   // (persistent) O, then the barriers; 1 KiB of slack aligns the tiles.
@@ -200,7 +211,7 @@ struct PrefillSm90 {
     b.rows_here = min(BM, b.sq - b.m0);
     const Mask<T::kMask> mask(b.sq, b.sk, p.window_left, p.window_right);
     const BlockRange r = block_range<BN>(mask, b.m0, b.m0 + b.rows_here, b.sk, 0, 1);
-    if constexpr (kMixed) {
+    if constexpr (kMixed || kPaired) {
       const BlockRange rb = block_range<kBoxRows>(mask, b.m0, b.m0 + b.rows_here, b.sk, 0, 1);
       b.tiles = TileList(b.m0 + mask.shift, b.m0 + b.rows_here - 1 + mask.shift, rb.n_begin / kBoxRows,
                          rb.n_begin / kBoxRows + rb.n_tiles, b.head);
@@ -298,7 +309,13 @@ struct PrefillSm90 {
   // Tile t's first key and whether it is BN keys wide (mixed: else BN / 2).
   __device__ static int tile_key0(int t) {
     if constexpr (kMixed) return TileList::block(t) * kBoxRows;
+    else if constexpr (kPaired) return TileList::first_block(t) * kBoxRows;
     else return t * BN;
+  }
+  // The first key of a wide tile's second box (paired: the second block, the first again if single).
+  __device__ static int tile_key1(int t) {
+    if constexpr (kPaired) return TileList::second_block(t) * kBoxRows;
+    else return tile_key0(t) + kBoxRows;
   }
   __device__ static bool tile_wide(int t) {
     if constexpr (kMixed) return TileList::wide(t);
@@ -328,11 +345,11 @@ struct PrefillSm90 {
       mbar_wait(&empty[s], ((j / STAGES) & 1) ^ 1);  // the consumers have released this stage
       const bool wide = tile_wide(tile);  // mixed: a narrow tile fills half the stage
       mbar_arrive_expect_tx(&full[s], wide ? tile_bytes : tile_bytes / 2);
-      const int row = b.k_begin + tile_key0(tile);
+      const int row = b.k_begin + tile_key0(tile), row1 = b.k_begin + tile_key1(tile);
       for (int c = 0; c < blocks; ++c) {
         u16* box = dst + s * tile_elems + c * rows * 64;
         tma_load_3d(box, map, &full[s], c * 64, b.kv_head, row);
-        if (kMixed && wide) tma_load_3d(box + kBoxRows * 64, map, &full[s], c * 64, b.kv_head, row + kBoxRows);
+        if (kBoxRows < BN && wide) tma_load_3d(box + kBoxRows * 64, map, &full[s], c * 64, b.kv_head, row1);
       }
     };
     auto load_k = [&](int i, int tile) {
@@ -580,10 +597,27 @@ struct PrefillSm90 {
 
     template <int N>
     __device__ __forceinline__ void logits(float (&sq)[N / 8][4], int tile) {
+      if constexpr (kPaired) {  // each half at its block's keys; a single tile's second half masked whole
+        auto& halves = *reinterpret_cast<float(*)[2][kBoxRows / 8][4]>(&sq);
+        half_logits(halves[0], tile_key0(tile));
+        half_logits(halves[1], TileList::single(tile) ? b.sk : tile_key1(tile));
+        return;
+      }
       const int n0 = tile_key0(tile);
       const bool need_mask = mask.tile_needs_mask(b.m0, t1, n0, n0 + N, b.sk) ||
                              !Sparse::tile_full(b.m0 + mask.shift, t1 - 1 + mask.shift, n0, n0 + N, b.head, b.head);
       apply_logits(sq, score, alibi, mask, rows, tok, n0, col0, b.sk, need_mask);
+    }
+
+    // Paired tiles: one sparse block's columns at keys [n0, n0 + kBoxRows) (n0 = sk: none
+    // visible), masked where this warpgroup's 64 rows need it: a block of the band is whole for
+    // most, the diagonal block and the band's first (which a later q block no longer sees) are not.
+    __device__ __forceinline__ void half_logits(float (&sh)[kBoxRows / 8][4], int n0) {
+      const int i0 = b.m0 + cw * 64, i1 = i0 + 64;  // rows past the item's are not stored
+      const bool need_mask =
+          mask.tile_needs_mask(i0, i1, n0, n0 + kBoxRows, b.sk) ||
+          !Sparse::tile_full(i0 + mask.shift, i1 - 1 + mask.shift, n0, n0 + kBoxRows, b.head, b.head);
+      apply_logits(sh, score, alibi, mask, rows, tok, n0, col0, b.sk, need_mask);
     }
 
     // Tile 0: its Q K^T alone, then its softmax.

@@ -145,6 +145,33 @@ struct LocalStrided {
       return c;
     }
   };
+
+  // Paired tiles (prefill_sm90's paired_tiles, docs/kernels-block-sparse.md): every tile is two
+  // consecutive entries of the visible blocks' list (Tiles<BS>: the vertical blocks, then the
+  // band), adjacent or not, so every tile has one width (2 * BS keys, two TMA boxes) and a vertical
+  // block costs half a tile. An odd list's last tile has one block: its second half repeats the
+  // first (loaded, then masked whole). A tile is coded first * (VS + 1) + (second - first): the
+  // list's consecutive blocks are at most VS apart (the next vertical block, or the band's first,
+  // which starts at or before the next vertical one); 0 marks the single block.
+  struct PairedTiles {
+    static constexpr int kCode = VS + 1;
+    Tiles<BS> blocks;
+
+    PairedTiles() = default;
+    __device__ PairedTiles(int p0, int p1, int block_begin, int block_end, int h)
+        : blocks(p0, p1, block_begin, block_end, h) {}
+    __device__ static int first_block(int t) { return t / kCode; }
+    __device__ static int second_block(int t) { return t / kCode + t % kCode; }
+    __device__ static bool single(int t) { return t % kCode == 0; }
+    // The tile starting at block kb of the list.
+    __device__ int pair_at(int kb) const {
+      const int second = blocks.next(kb);
+      return kb * kCode + (second < blocks.end ? second - kb : 0);
+    }
+    __device__ int first() const { return pair_at(blocks.first()); }
+    __device__ int next(int t) const { return pair_at(blocks.next(second_block(t))); }
+    __device__ int count() const { return (blocks.count() + 1) / 2; }
+  };
 };
 
 // The tiles of a dense block: [begin, end) in order.

@@ -107,6 +107,39 @@ void check_mixed_tiles(const SparsePattern& ref, int bm) {
   }
 }
 
+// prefill_sm90's paired tiles: the blocks the tiles' halves cover (the first, then the second
+// unless the tile is single), in order, are exactly the blocks holding a visible key; only the
+// last tile may be single. A half the consumers call full for one warpgroup's 64 rows hides no
+// causal key of those rows.
+template <class P, int BS>
+void check_paired_tiles(const SparsePattern& ref, int bm) {
+  using Paired = typename P::PairedTiles;
+  for (int p0 = 0; p0 < kSeq; p0 += bm) {
+    const int p1 = min(p0 + bm, kSeq) - 1, end = p1 / BS + 1;  // the causal mask's blocks
+    for (int h = 0; h < kHeads; ++h) {
+      const Paired tiles(p0, p1, 0, end, h);
+      std::vector<int> covered;
+      for (int i = 0, t = tiles.first(); i < tiles.count(); ++i, t = tiles.next(t)) {
+        covered.push_back(Paired::first_block(t));
+        if (!Paired::single(t)) covered.push_back(Paired::second_block(t));
+        else ASSERT_EQ(i, tiles.count() - 1) << "a single block before the end, rows [" << p0 << ", " << p1 << "]";
+        ASSERT_EQ(Paired::second_block(t), Paired::single(t) ? Paired::first_block(t) : covered.back());
+      }
+      std::vector<int> expected;
+      for (int kb = 0; kb < end; ++kb)
+        if (any_visible(ref, p0, p1, kb * BS, (kb + 1) * BS, h, h)) expected.push_back(kb);
+      ASSERT_EQ(covered, expected) << "rows [" << p0 << ", " << p1 << "] head " << h;
+      for (int w0 = p0; w0 <= p1; w0 += 64)
+        for (int kb : covered) {
+          if (!P::tile_full(w0, w0 + 63, kb * BS, (kb + 1) * BS, h, h)) continue;
+          for (int pos = w0; pos <= min(w0 + 63, kSeq - 1); ++pos)
+            for (int j = kb * BS; j < min((kb + 1) * BS, pos + 1); ++j)
+              ASSERT_TRUE(sparse_visible(ref, pos, j, h)) << "full half " << kb << " hides " << pos << "," << j;
+        }
+    }
+  }
+}
+
 template <int BS, int LOCAL, int VS, int STEP, int BEGIN, int QBS, int G>
 void check_pattern() {
   using P = LocalStrided<BS, LOCAL, VS, STEP, BEGIN, QBS, G>;
@@ -123,6 +156,7 @@ void check_pattern() {
   check_tiles<P, 48>(ref, 192);
   // q tiles of 2, 3 and 8 sparse blocks, and of 100 rows (straddling blocks)
   for (int bm : {2 * BS, 3 * BS, 8 * BS, 100}) check_mixed_tiles<P, BS, LOCAL, QBS>(ref, bm);
+  for (int bm : {128, 192, 2 * BS, 3 * BS, 100}) check_paired_tiles<P, BS>(ref, bm);
 }
 
 TEST(BlockSparsePattern, Phi3SmallShapeScaledDown) { check_pattern<16, 4, 8, 1, 0, 16, 4>(); }
@@ -157,6 +191,30 @@ TEST(BlockSparsePattern, Phi3SmallMixedTiles) {
   const P::MixedTiles short_rows(0, 40, 0, 1, 0);
   EXPECT_EQ(short_rows.first(), 0);
   EXPECT_EQ(short_rows.count(), 1);
+}
+
+// Phi-3-small's paired tiles by hand: rows [40 * 64, 42 * 64) of head 0 see the vertical blocks
+// 7, 15, 23 and the band 25..41, 20 blocks: 10 tiles, the first two pairing blocks 8 and 2 apart.
+// Rows [2 * 64, 4 * 64) see blocks 0..3 (the band): 2 adjacent pairs; rows [0, 192) blocks 0..2:
+// one pair, then block 2 single (its second half repeats it).
+TEST(BlockSparsePattern, Phi3SmallPairedTiles) {
+  using P = LocalStrided<64, 16, 8, 1, 0, 64, 4>;
+  using Paired = P::PairedTiles;
+  const Paired tiles(40 * 64, 42 * 64 - 1, 0, 42, 0);
+  std::vector<std::pair<int, int>> listed;
+  for (int i = 0, t = tiles.first(); i < tiles.count(); ++i, t = tiles.next(t))
+    listed.push_back({Paired::first_block(t), Paired::second_block(t)});
+  std::vector<std::pair<int, int>> expected = {{7, 15}, {23, 25}};
+  for (int kb = 26; kb < 42; kb += 2) expected.push_back({kb, kb + 1});
+  EXPECT_EQ(listed, expected);
+  const Paired band(2 * 64, 4 * 64 - 1, 0, 4, 0);
+  EXPECT_EQ(band.count(), 2);
+  EXPECT_EQ(band.first(), 0 * Paired::kCode + 1);
+  EXPECT_EQ(band.next(band.first()), 2 * Paired::kCode + 1);
+  const Paired odd(0, 3 * 64 - 1, 0, 3, 0);
+  EXPECT_EQ(odd.count(), 2);
+  EXPECT_TRUE(Paired::single(odd.next(odd.first())));
+  EXPECT_EQ(Paired::first_block(odd.next(odd.first())), 2);
 }
 
 // The seed's rule by hand (attention-semantics.md §7.4): Phi-3-small, block 64, 16 local blocks,

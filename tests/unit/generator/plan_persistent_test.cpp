@@ -34,7 +34,7 @@ TEST(PlanPersistent, BlockSparseContiguousPrefillDefaultsToPersistentBlocks) {
   const Config c = default_config(phi3_small(true), KernelKind::prefill, "sm_90a");
   ASSERT_EQ(c.family, "prefill_sm90");
   EXPECT_TRUE(c.persistent);
-  EXPECT_EQ(c.short_name(), "m128n64w12s2ps");  // two warpgroups: Q in registers
+  EXPECT_EQ(c.short_name(), "m128n128w12s2pspt");  // two warpgroups (Q in registers), paired tiles
   EXPECT_EQ(default_config(phi3_small(true), KernelKind::prefill_paged, "sm_90a").short_name(), "m192n64w16s2");
   EXPECT_FALSE(default_config(phi3_small(true), KernelKind::prefill_paged, "sm_90a").persistent);
   EXPECT_FALSE(default_config(phi3_small(false), KernelKind::prefill, "sm_90a").persistent);

@@ -96,22 +96,40 @@ TEST(SearchSpace, PagedInt8PrefillTriesBothFamilies) {
   }
 }
 
-// Block-sparse contiguous prefill tries mixed tiles once (the default at block_n = two sparse
-// blocks; the heuristic never picks it), and it survives pruning; dense and paged never do.
-TEST(SearchSpace, BlockSparsePrefillTriesMixedTilesOnce) {
-  const auto mixed = [](const std::vector<Config>& configs) {
-    return std::count_if(configs.begin(), configs.end(), [](const Config& c) { return c.mixed_tiles; });
+// Block-sparse contiguous prefill at block size 64 and d128 defaults to paired tiles; its space
+// holds the one-block tiles of before (the grid's other widths) and no mixed tiles (measured
+// slower: an explicit config only). At block size 32 (one-block tiles by default) it tries paired
+// tiles once, and the candidate survives pruning; dense and paged never pair.
+TEST(SearchSpace, BlockSparsePrefillTriesPairedAndOneBlockTiles) {
+  const auto count = [](const std::vector<Config>& configs, bool Config::*field) {
+    return std::count_if(configs.begin(), configs.end(), [&](const Config& c) { return c.*field; });
+  };
+  const auto named = [](const std::vector<Config>& configs, const std::string& name) {
+    return std::count_if(configs.begin(), configs.end(), [&](const Config& c) { return c.short_name() == name; });
   };
   const Spec s = spec_from("mask: causal\nblock_sparse: {block_size: 64, local_blocks: 16, vert_stride: 8}\n");
   const auto configs = config_space(s, KernelKind::prefill, "sm_90a");
-  EXPECT_FALSE(configs.front().mixed_tiles);
-  ASSERT_EQ(mixed(configs), 1);
-  const Config c = *std::find_if(configs.begin(), configs.end(), [](const Config& c) { return c.mixed_tiles; });
-  EXPECT_EQ(c.short_name(), "m128n128w12s2psmx");
-  EXPECT_EQ(prune_reason(s, KernelKind::prefill, c, "sm_90a", 0), "");
+  EXPECT_EQ(configs.front().short_name(), "m128n128w12s2pspt");
+  EXPECT_EQ(named(configs, "m128n64w12s2ps"), 1);
+  EXPECT_EQ(count(configs, &Config::mixed_tiles), 0);
+  for (const Config& c : configs) {
+    if (c.paired_tiles) {
+      EXPECT_EQ(c.block_n, 128) << c.short_name();
+    }
+    if (c.family != "prefill_sm90") {
+      EXPECT_FALSE(c.persistent || c.paired_tiles) << c.family << " " << c.short_name();
+    }
+  }
+  const Spec s32 = spec_from("mask: causal\nblock_sparse: {block_size: 32, local_blocks: 16, vert_stride: 8}\n");
+  const auto configs32 = config_space(s32, KernelKind::prefill, "sm_90a");
+  EXPECT_FALSE(configs32.front().paired_tiles);
+  ASSERT_EQ(count(configs32, &Config::paired_tiles), 1);
+  const Config c = *std::find_if(configs32.begin(), configs32.end(), [](const Config& c) { return c.paired_tiles; });
+  EXPECT_EQ(c.short_name(), "m128n64w12s2pspt");
+  EXPECT_EQ(prune_reason(s32, KernelKind::prefill, c, "sm_90a", 0), "");
   EXPECT_EQ(Config::from_json(c.to_json()), c);
-  EXPECT_EQ(mixed(config_space(s, KernelKind::prefill_paged, "sm_90a")), 0);
-  EXPECT_EQ(mixed(config_space(spec_from(), KernelKind::prefill, "sm_90a")), 0);
+  EXPECT_EQ(count(config_space(s, KernelKind::prefill_paged, "sm_90a"), &Config::paired_tiles), 0);
+  EXPECT_EQ(count(config_space(spec_from(), KernelKind::prefill, "sm_90a"), &Config::paired_tiles), 0);
 }
 
 TEST(SearchSpace, Sm90PruningFollowsTheConsumerRegisterBudget) {
