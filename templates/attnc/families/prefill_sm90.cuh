@@ -463,11 +463,6 @@ struct PrefillSm90 {
   // product reading both operands there needs all of its bandwidth), and Q's tile is free for the
   // next item at once.
   static constexpr bool kQInRegisters = kPersistent && W == 2 && D <= 128;
-  // Tile i's P packed at the top of step i + 1 rather than at the end of step i (pack()). Packing
-  // P_i must follow the wait for P_{i-1} V_{i-1} (pf is its A operand); in one basic block with the
-  // softmax, ptxas hoists that wait above the whole softmax (SASS: the loop's WARPGROUP.DEPBAR before
-  // all 66 MUFU.EX2), so the softmax of tile i never overlapped P_{i-1} V_{i-1}.
-  static constexpr bool kLatePack = true;
   using QFrags = u32[kQInRegisters ? KSTEPS : 1][4];
 
   __device__ static void load_q_frags(QFrags& qf, const Smem& sm, int row0, int col0) {
@@ -605,19 +600,7 @@ struct PrefillSm90 {
       release(&sm.bar->k_empty[stage(0)]);
       logits<NQ>(sq, tile);
       int8.softmax_update(softmax, sq, rescale);  // 16-bit: softmax.update
-      if constexpr (!kLatePack) to_operand<NQ>(sq, ksteps<NQ>(pf));
-    }
-
-    // kLatePack: tile j's probabilities (in s since its softmax) become P in pf once P_{j-1} V_{j-1}
-    // is done, with O rescaled to tile j's max in between; issued at the top of the next step (or
-    // before the last P V), a basic block after the softmax, where ptxas cannot hoist the wait.
-    template <int NP>
-    __device__ __forceinline__ void pack(int j) {
-      wgmma_wait<0>();  // P_{j-1} V_{j-1} (none pending when j = 0)
-      fence_operand(o);
-      if (j > 0) release(&sm.bar->v_empty[stage(j - 1)]);
-      OnlineSoftmax<2>::rescale_o(o, rescale);  // j = 0: O is still 0
-      to_operand<NP>(cols<NP>(s), ksteps<NP>(pf));
+      to_operand<NQ>(sq, ksteps<NQ>(pf));
     }
 
     // Tile i: Q K_i^T is issued before P_{i-1} V_{i-1}, so the softmax of tile i runs while the
@@ -626,7 +609,6 @@ struct PrefillSm90 {
     __device__ __forceinline__ void step(int i, int tile) {
       auto& sq = cols<NQ>(s);
       const int st = stage(i), prev = stage(i - 1);
-      if constexpr (kLatePack) pack<NP>(i - 1);
       token_wait(cw);
       mbar_wait(&sm.bar->k_full[st], phase(i));
       fence_operand(o);
@@ -637,20 +619,17 @@ struct PrefillSm90 {
       issue_pv<NP>(o, ksteps<NP>(pf), sm, prev);
       wgmma_commit();
       token_pass(cw);
-      const typename Int8::KeyScales ks = Int8::key_scales(sm.key_scales(st), col0);  // under Q K^T
       wgmma_wait<1>();
       fence_operand(sq);
-      int8.scale(s, ks);
+      int8.scale(s, sm.key_scales(st), col0);
       release(&sm.bar->k_empty[st]);
       logits<NQ>(sq, tile);
       int8.softmax_update(softmax, sq, rescale);  // 16-bit: softmax.update
-      if constexpr (!kLatePack) {
-        wgmma_wait<0>();
-        fence_operand(o);
-        release(&sm.bar->v_empty[prev]);
-        OnlineSoftmax<2>::rescale_o(o, rescale);
-        to_operand<NQ>(sq, ksteps<NQ>(pf));
-      }
+      wgmma_wait<0>();
+      fence_operand(o);
+      release(&sm.bar->v_empty[prev]);
+      OnlineSoftmax<2>::rescale_o(o, rescale);
+      to_operand<NQ>(sq, ksteps<NQ>(pf));
     }
 
     // The last tile's P V.
@@ -679,10 +658,6 @@ struct PrefillSm90 {
       if (tile_wide(tile)) last_pv<BN>(last);
       else last_pv<kBoxRows>(last);
     }
-    __device__ __forceinline__ void pack_at(int j, int tile) {
-      if (tile_wide(tile)) pack<BN>(j);
-      else pack<kBoxRows>(j);
-    }
   };
 
   __device__ static void compute(const AttentionParams& p, const Block& b, const Smem& sm, int cw,
@@ -705,7 +680,6 @@ struct PrefillSm90 {
         c.step_at(i, tile, prev);
       }
 
-      if constexpr (kLatePack) c.pack_at(b.n_tiles - 1, tile);
       if constexpr (!kQInRegisters) c.q_read();
       const int last = c.stage(b.n_tiles - 1);
       if (tail_tile(b, tile)) mbar_wait(sm.v_tail(), 0);

@@ -219,33 +219,15 @@ struct PrefillInt8 {
     }
   }
 
-  // This thread's key scales of a K tile (columns col0, col0 + 1 of each 8): read from the stage's
-  // ring while Q K^T is still running (the stage has landed before the product was issued), so their
-  // shared-memory latency is not between the product and the softmax.
-  struct KeyScales {
-    float2 k[kOn ? BN / 8 : 1];
-  };
-  __device__ static KeyScales key_scales(const float* ring, int col0) {
-    KeyScales r;
-    if constexpr (kOn) {
-#pragma unroll
-      for (int i = 0; i < BN / 8; ++i) r.k[i] = *reinterpret_cast<const float2*>(ring + i * 8 + col0);
-    }
-    return r;
-  }
-
   // s32 scores (in s's registers, fenced after the wait) -> fp32 times q_scale * k_token_scale (or,
   // kRowScaleInSoftmax, times k_token_scale only), the key scales from the K tile's stage of the
   // ring (read before the stage is released).
   __device__ void scale(float (&s)[BN / 8][4], const float* ring, int col0) const {
-    scale(s, key_scales(ring, col0));
-  }
-  __device__ void scale(float (&s)[BN / 8][4], const KeyScales& ks) const {
     if constexpr (kOn) {
       const int(&si)[BN / 8][4] = reinterpret_cast<const int(&)[BN / 8][4]>(s);
 #pragma unroll
       for (int i = 0; i < BN / 8; ++i) {
-        const float2 k = ks.k[i];
+        const float2 k = *reinterpret_cast<const float2*>(ring + i * 8 + col0);
         const int lo0 = si[i][0], lo1 = si[i][1], hi0 = si[i][2], hi1 = si[i][3];
         if constexpr (kRowScaleInSoftmax) {  // the q scale waits for the softmax
           s[i][0] = float(lo0) * k.x;
