@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Compact text from one Nsight Compute report's exports, for reading a kernel's limit in a device
 call's output: PREFIX.details.txt (`ncu --import R --page details`), PREFIX.raw.csv (`--page raw
---csv`) and PREFIX.src.csv (`--page source --csv --print-source sass`), as tools/ncu-prefill writes
+--csv`) and PREFIX.src.csv (`--page source --csv --print-source sass`), as tools/ncu-kernel writes
 them. Prints the headline metrics, the pipes' utilisation, the stall reasons, where the samples of
 the loop body go (instructions executed LOOP times: `--loop-count`, default the most common count
 above 100 000), and the N hottest SASS lines with their top stall reasons."""
