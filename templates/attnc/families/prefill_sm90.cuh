@@ -612,12 +612,20 @@ struct PrefillSm90 {
     // Paired tiles: one sparse block's columns at keys [n0, n0 + kBoxRows) (n0 = sk: none
     // visible), masked where this warpgroup's 64 rows need it: a block of the band is whole for
     // most, the diagonal block and the band's first (which a later q block no longer sees) are not.
+    // The pattern is per block, so each of the thread's two rows sees the whole half or none of it:
+    // tested once per row, not per element (the element test costs ~400 branchy instructions).
+    struct BlockRow {
+      bool visible;
+      __device__ bool allowed(int, int) const { return visible; }
+    };
     __device__ __forceinline__ void half_logits(float (&sh)[kBoxRows / 8][4], int n0) {
       const int i0 = b.m0 + cw * 64, i1 = i0 + 64;  // rows past the item's are not stored
       const bool need_mask =
           mask.tile_needs_mask(i0, i1, n0, n0 + kBoxRows, b.sk) ||
           !Sparse::tile_full(i0 + mask.shift, i1 - 1 + mask.shift, n0, n0 + kBoxRows, b.head, b.head);
-      apply_logits(sh, score, alibi, mask, rows, tok, n0, col0, b.sk, need_mask);
+      const BlockRow block[2] = {{rows[0].allowed(tok[0] + mask.shift, n0)},
+                                 {rows[1].allowed(tok[1] + mask.shift, n0)}};
+      apply_logits(sh, score, alibi, mask, block, tok, n0, col0, b.sk, need_mask);
     }
 
     // Tile 0: its Q K^T alone, then its softmax.
