@@ -134,11 +134,13 @@ TEST(Int8Plan, ContiguousInt8PrefillIsPrefillSm90) {
     const KernelPlan p = plan_for(s, KernelKind::prefill);
     ASSERT_EQ(p.family, "prefill_sm90");
     EXPECT_EQ(p.int8, s.quant == QuantMode::int8_qk ? Int8Mode::qk : Int8Mode::qkv);
-    // d128, m128n128, 2 stages: Q region (the 16-bit output's 128 x 128) + K (128 x 64 pairs) and
-    // 16-bit V rings + 2 x 128 key scales + 9 barriers + 1 KiB alignment; int8_qkv also the raw
-    // int8 V ring (2 x 128 x 128 bytes) and its 4 barriers.
-    const int raw_v = s.quant == QuantMode::int8_qkv ? 2 * 128 * 128 + 8 * 4 : 0;
-    EXPECT_EQ(p.smem_bytes, 1024 + 2 * (128 * 128 + 2 * 128 * (64 + 128)) + 4 * 2 * 128 + 8 * 9 + raw_v);
+    // d128, 2 stages: Q region (the 16-bit output's M x 128) + K (N x 64 pairs) and 16-bit V rings
+    // + 2 x N key scales + 9 barriers + 1 KiB alignment; int8_qk m128n128, int8_qkv m192n64 (each
+    // widened V tile serves 192 rows) with the raw int8 V ring (2 x N x 128 bytes) and its 4 barriers.
+    const bool v8 = s.quant == QuantMode::int8_qkv;
+    const int m = v8 ? 192 : 128, n = v8 ? 64 : 128, raw_v = v8 ? 2 * n * 128 + 8 * 4 : 0;
+    EXPECT_EQ(p.config.short_name(), v8 ? "m192n64w16s2" : "m128n128w12s2");
+    EXPECT_EQ(p.smem_bytes, 1024 + 2 * (m * 128 + 2 * n * (64 + 128)) + 4 * 2 * n + 8 * 9 + raw_v);
   }
   EXPECT_NE(emit_kernel(plan_for(qk, KernelKind::prefill)).source.find("kInt8 = attnc::Int8Mode::qk;"),
             std::string::npos);
