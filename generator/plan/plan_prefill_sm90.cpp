@@ -125,8 +125,9 @@ Config default_prefill_sm90_config(const Spec& s, KernelKind kind) {
                  prefill_sm90_smem_bytes(s, p, kind) <= limit;
   // Block size 64 at d128 (contiguous, 16-bit): paired tiles, every 128-key tile two sparse blocks
   // of the visible list, so a vertical block still costs half a tile and every tile is the dense
-  // kernel's width: 0.410 ms against one-block tiles' 0.429 on Phi-3-small (nvidia-h200,
-  // docs/kernels-block-sparse.md). Other block sizes and head dims are not measured.
+  // kernel's width: 0.354 ms (with the per-row block test) against one-block tiles' 0.431 on
+  // Phi-3-small (nvidia-h200, docs/kernels-block-sparse.md). Other block sizes and head dims are not
+  // measured.
   p = c;
   p.block_n = 2 * s.sparse.block_size;
   p.paired_tiles = true;
