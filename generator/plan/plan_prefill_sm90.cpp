@@ -41,7 +41,8 @@ void check_two_block_tiles(const Spec& s, KernelKind kind, const Config& c, cons
 }
 
 // paged_gather: the producer warpgroup gathers 16-bit paged K/V tiles by cp.async
-// (prefill_sm90_paged_gather.cuh); int8 keeps its TMA boxes (and their key-scale copies).
+// (prefill_sm90_paged_gather.cuh); int8 keeps its TMA boxes (and their key-scale copies). fp8
+// caches do not reach prefill_sm90 (prefill_sm90_refusal).
 void check_paged_gather(const Spec& s, KernelKind kind) {
   const std::string off = " (paged_gather: false)";
   if (kind != KernelKind::prefill_paged)
@@ -49,9 +50,6 @@ void check_paged_gather(const Spec& s, KernelKind kind) {
                     " kernel reads contiguous K/V by TMA" + off);
   if (s.quant != QuantMode::none)
     throw BadConfig(std::string("paged_gather copies 16-bit caches; quant ") + to_string(s.quant) + " keeps TMA boxes" + off);
-  if (s.kv_cache.dtype != KvDType::same)
-    throw BadConfig(std::string("paged_gather copies 16-bit caches, not a ") + to_string(s.kv_cache.dtype) +
-                    " cache" + off);
 }
 
 void check_config(const Spec& s, KernelKind kind, const Config& c, const ArchInfo& arch) {
