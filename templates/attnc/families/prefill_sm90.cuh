@@ -521,6 +521,14 @@ struct PrefillSm90 {
     cp_async_wait<0>();
   }
 
+  // A consumer's wait for a K or V stage. Gathered tiles were written by cp.async, in the generic
+  // proxy, and its writers cannot fence after their copies land, so each reader orders them before
+  // its wgmma (the async proxy) reads them.
+  __device__ static void wait_full(u64* full, int parity) {
+    mbar_wait(full, parity);
+    if constexpr (kGather) fence_proxy_async_shared();
+  }
+
   // Whether the block's last key tile reaches past the request's end (paged: its V rows there are
   // zeroed and handed over on v_tail; not int8_qkv's, whose widened int8 values are finite, nor the
   // gather's, which zero-fills them).
@@ -688,7 +696,7 @@ struct PrefillSm90 {
     template <int NQ>
     __device__ __forceinline__ void first(int tile) {
       auto& sq = cols<NQ>(s);
-      mbar_wait(&sm.bar->k_full[stage(0)], phase(0));
+      wait_full(&sm.bar->k_full[stage(0)], phase(0));
       wgmma_fence();
       issue_qk<NQ>(sq, qf, sm, cw, stage(0));
       wgmma_commit();
@@ -708,12 +716,12 @@ struct PrefillSm90 {
       auto& sq = cols<NQ>(s);
       const int st = stage(i), prev = stage(i - 1);
       token_wait(cw);
-      mbar_wait(&sm.bar->k_full[st], phase(i));
+      wait_full(&sm.bar->k_full[st], phase(i));
       fence_operand(o);
       wgmma_fence();
       issue_qk<NQ>(sq, qf, sm, cw, st);
       wgmma_commit();
-      mbar_wait(&sm.bar->v_full[prev], phase(i - 1));
+      wait_full(&sm.bar->v_full[prev], phase(i - 1));
       issue_pv<NP>(o, ksteps<NP>(pf), sm, prev);
       wgmma_commit();
       token_pass(cw);
@@ -781,7 +789,7 @@ struct PrefillSm90 {
       if constexpr (!kQInRegisters) c.q_read();
       const int last = c.stage(b.n_tiles - 1);
       if (tail_tile(b, tile)) mbar_wait(sm.v_tail(), 0);
-      else mbar_wait(&sm.bar->v_full[last], c.phase(b.n_tiles - 1));
+      else wait_full(&sm.bar->v_full[last], c.phase(b.n_tiles - 1));
       fence_operand(c.o);
       c.last_pv_at(last, tile);
       wgmma_wait<0>();
