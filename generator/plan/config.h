@@ -29,9 +29,9 @@ struct Config {
   bool paged_gather = false;
 
   // "m128n64w8s2" (+ "np" for prefill_sm90 without ping-pong, + "ps" persistent, + "mx" mixed
-  // tiles, + "pt" paired tiles, + "pg" paged gather): short, stable, used in kernel names. JSON names pingpong,
-  // persistent, mixed_tiles, paired_tiles and paged_gather only for prefill_sm90 (all but pingpong only when
-  // set), so other families' configs (and their records) read as before.
+  // tiles, + "pt" paired tiles, + "pg" paged gather): short, stable, used in kernel names. JSON
+  // names pingpong, persistent, mixed_tiles, paired_tiles and paged_gather only for prefill_sm90
+  // (all but pingpong only when set), so other families' configs (and their records) read as before.
   std::string short_name() const;
   std::string to_json() const;
   // Fields present in `json` override `base`; throws std::invalid_argument naming the field.

@@ -49,7 +49,8 @@ void check_paged_gather(const Spec& s, KernelKind kind) {
     throw BadConfig(std::string("paged_gather gathers K/V tiles from a paged cache; a ") + to_string(kind) +
                     " kernel reads contiguous K/V by TMA" + off);
   if (s.quant != QuantMode::none)
-    throw BadConfig(std::string("paged_gather copies 16-bit caches; quant ") + to_string(s.quant) + " keeps TMA boxes" + off);
+    throw BadConfig(std::string("paged_gather copies 16-bit caches; quant ") + to_string(s.quant) +
+                    " keeps TMA boxes" + off);
 }
 
 void check_config(const Spec& s, KernelKind kind, const Config& c, const ArchInfo& arch) {
