@@ -97,6 +97,7 @@ std::string emit_prefill_sm90(const KernelPlan& p, const std::string& entry) {
     << "  static constexpr bool kPersistent = " << b(c.persistent) << ";\n"
     << "  static constexpr bool kMixedTiles = " << b(c.mixed_tiles) << ";\n"
     << "  static constexpr bool kPairedTiles = " << b(c.paired_tiles) << ";\n"
+    << "  static constexpr bool kPagedGather = " << b(c.paged_gather) << ";\n"
     << "};\n\n"
     << "static_assert(attnc::PrefillSm90<Traits>::kSmemBytes == " << p.smem_bytes
     << ", \"host and template disagree on shared memory\");\n\n"

@@ -13,6 +13,7 @@ std::string Config::short_name() const {
   if (family == "prefill_sm90" && persistent) s += "ps";
   if (family == "prefill_sm90" && mixed_tiles) s += "mx";
   if (family == "prefill_sm90" && paired_tiles) s += "pt";
+  if (family == "prefill_sm90" && paged_gather) s += "pg";
   return s;
 }
 
@@ -27,6 +28,7 @@ std::string Config::to_json() const {
   if (family == "prefill_sm90" && persistent) j["persistent"] = true;
   if (family == "prefill_sm90" && mixed_tiles) j["mixed_tiles"] = true;
   if (family == "prefill_sm90" && paired_tiles) j["paired_tiles"] = true;
+  if (family == "prefill_sm90" && paged_gather) j["paged_gather"] = true;
   return j.dump();
 }
 
@@ -48,12 +50,14 @@ Config Config::from_json(const std::string& text, const Config& base) {
       c.family = it->get<std::string>();
       continue;
     }
-    if (key == "pingpong" || key == "persistent" || key == "mixed_tiles" || key == "paired_tiles") {
+    if (key == "pingpong" || key == "persistent" || key == "mixed_tiles" || key == "paired_tiles" ||
+        key == "paged_gather") {
       if (!it->is_boolean()) throw std::invalid_argument("config." + key + ": expected true or false");
       (key == "pingpong"     ? c.pingpong
        : key == "persistent" ? c.persistent
        : key == "mixed_tiles" ? c.mixed_tiles
-                              : c.paired_tiles) = it->get<bool>();
+       : key == "paired_tiles" ? c.paired_tiles
+                               : c.paged_gather) = it->get<bool>();
       continue;
     }
     int* field = key == "block_m"  ? &c.block_m
@@ -64,7 +68,7 @@ Config Config::from_json(const std::string& text, const Config& base) {
     if (!field)
       throw std::invalid_argument("config." + key +
                                   ": unknown field; allowed: family, block_m, block_n, warps, stages, pingpong, "
-                                  "persistent, mixed_tiles, paired_tiles");
+                                  "persistent, mixed_tiles, paired_tiles, paged_gather");
     if (!it->is_number_integer()) throw std::invalid_argument("config." + key + ": expected an integer");
     *field = it->get<int>();
   }

@@ -24,11 +24,14 @@ struct Config {
   // prefill_sm90, block-sparse: every key tile of block_n is two sparse blocks (block_n / 2 each)
   // of the visible list, adjacent or not, in two TMA boxes (docs/kernels-block-sparse.md).
   bool paired_tiles = false;
+  // prefill_sm90, paged 16-bit caches: K/V tiles gathered by the producer warpgroup's cp.async
+  // instead of TMA boxes (small pages make many small boxes; docs/kernels-prefill-sm90.md).
+  bool paged_gather = false;
 
   // "m128n64w8s2" (+ "np" for prefill_sm90 without ping-pong, + "ps" persistent, + "mx" mixed
-  // tiles, + "pt" paired tiles): short, stable, used in kernel names. JSON names pingpong,
-  // persistent, mixed_tiles and paired_tiles only for prefill_sm90 (all but pingpong only when
-  // set), so other families' configs (and their records) read as before.
+  // tiles, + "pt" paired tiles, + "pg" paged gather): short, stable, used in kernel names. JSON
+  // names pingpong, persistent, mixed_tiles, paired_tiles and paged_gather only for prefill_sm90
+  // (all but pingpong only when set), so other families' configs (and their records) read as before.
   std::string short_name() const;
   std::string to_json() const;
   // Fields present in `json` override `base`; throws std::invalid_argument naming the field.

@@ -40,6 +40,19 @@ void check_two_block_tiles(const Spec& s, KernelKind kind, const Config& c, cons
                     std::to_string(2 * s.sparse.block_size) + ")" + off);
 }
 
+// paged_gather: the producer warpgroup gathers 16-bit paged K/V tiles by cp.async
+// (prefill_sm90_paged_gather.cuh); int8 keeps its TMA boxes (and their key-scale copies). fp8
+// caches do not reach prefill_sm90 (prefill_sm90_refusal).
+void check_paged_gather(const Spec& s, KernelKind kind) {
+  const std::string off = " (paged_gather: false)";
+  if (kind != KernelKind::prefill_paged)
+    throw BadConfig(std::string("paged_gather gathers K/V tiles from a paged cache; a ") + to_string(kind) +
+                    " kernel reads contiguous K/V by TMA" + off);
+  if (s.quant != QuantMode::none)
+    throw BadConfig(std::string("paged_gather copies 16-bit caches; quant ") + to_string(s.quant) +
+                    " keeps TMA boxes" + off);
+}
+
 void check_config(const Spec& s, KernelKind kind, const Config& c, const ArchInfo& arch) {
   if (c.block_m != 128 && c.block_m != 192)
     throw BadConfig("block_m " + std::to_string(c.block_m) + "; prefill_sm90 gives each consumer warpgroup 64 rows " +
@@ -58,6 +71,7 @@ void check_config(const Spec& s, KernelKind kind, const Config& c, const ArchInf
     throw BadConfig("mixed_tiles and paired_tiles are two ways to fill a tile of two sparse blocks; set one");
   if (c.mixed_tiles) check_two_block_tiles(s, kind, c, "mixed_tiles");
   if (c.paired_tiles) check_two_block_tiles(s, kind, c, "paired_tiles");
+  if (c.paged_gather) check_paged_gather(s, kind);
   check_key_tiles(c, prefill_sm90_smem_bytes(s, c, kind), arch, 4);
 }
 

@@ -3,7 +3,8 @@
 // on the arch's default family (decode_bw on sm_90) and again on decode_split (`_decode_split`);
 // prefill cases (contiguous, and paged over a 16-bit cache) on prefill_sm80 and again on
 // prefill_sm90 (`sm90_`, skipped off sm_90a), contiguous prefill a third time on prefill_sm90 with
-// persistent blocks (`sm90p_`, where the output tile fits beside the others).
+// persistent blocks (`sm90p_`, where the output tile fits beside the others), paged 16-bit prefill a
+// third time on prefill_sm90 with the cp.async gather (`sm90g_`, Config paged_gather).
 // Not the full cartesian product: every value of every axis appears, and the pairs that interact
 // (layout x form, layout x page size, form x column offset, decode variant x splits, features x
 // kinds) are covered by rotating the runtime axes over the cases; attention_grid_coverage_test
@@ -29,6 +30,7 @@ struct GridCase {
   bool decode_multi = false;  // decode with cu_query_lens
   std::string family;         // "": the arch's default config; else that family's default tiles
   bool persistent = false;    // prefill_sm90 with persistent blocks
+  bool paged_gather = false;  // prefill_sm90 paged, K/V gathered by cp.async
 };
 
 // The config a case compiles: the arch's default, or the named family's (decode_split twins of the
@@ -37,6 +39,7 @@ inline Config grid_config(const GridCase& c, const std::string& arch) {
   Config config = c.family.empty() ? default_config(c.spec, c.kind, arch)
                                    : default_family_config(c.spec, c.kind, arch, c.family);
   if (c.persistent) config.persistent = true;
+  if (c.paged_gather) config.paged_gather = true;
   return config;
 }
 
@@ -382,6 +385,14 @@ inline std::vector<GridCase> attention_grid() {
         p.persistent = true;
         p.name = "sm90p_" + out[i].name;
         out.push_back(std::move(p));
+      }
+      // Paged 16-bit caches again with the cp.async gather (every layout, page-table form and page
+      // size the TMA cases take, unwritten slots NaN).
+      if (c.kind == KernelKind::prefill_paged && c.spec.quant == QuantMode::none) {
+        GridCase g = c;
+        g.paged_gather = true;
+        g.name = "sm90g_" + out[i].name;
+        out.push_back(std::move(g));
       }
       out.push_back(std::move(c));
     }

@@ -3,7 +3,8 @@
 // longer than q, kv shorter than q so whole rows are masked), causal and not, 1/4/7 q heads per kv
 // head, head dims 64/128/256, bf16 and fp16, sliding windows, softcap, LSE in both layouts and
 // bases, several configs of each family; paged prefill (`paged_`) over page sizes below, equal to,
-// above and not dividing block_n, every cache layout and page-table form, on both families.
+// above and not dividing block_n, every cache layout and page-table form, on both families and on
+// prefill_sm90 again with the cp.async gather (`sm90g_`).
 // Skips without a GPU.
 #include <gtest/gtest.h>
 
@@ -127,6 +128,11 @@ std::vector<Case> cases() {
       c.name = "sm90_" + c.name;
       c.config_json = R"({"family":"prefill_sm90"})";
       out.push_back(c);
+      if (c.kind == KernelKind::prefill_paged) {  // and the cp.async gather (`sm90g_`, paged_gather)
+        c.name = "sm90g_" + out[i].name;
+        c.config_json = R"({"family":"prefill_sm90","paged_gather":true})";
+        out.push_back(c);
+      }
     }
   }
   const Spec d128 = make_spec(DType::bf16, 128, 8, 2, kCausal);

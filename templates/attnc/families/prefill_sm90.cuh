@@ -24,7 +24,8 @@
 // Paged K/V (kPaged, prefill_sm90_paged.cuh): a producer warp loads each tile as one TMA box per
 // page (or part of a page), and the last tile's V rows past the request's end are zeroed before
 // the consumers read it (barrier v_tail). int8: K (with its key scales, by bulk copy) and V by a
-// warp each.
+// warp each. kPagedGather (16-bit, prefill_sm90_paged_gather.cuh): the producer warpgroup gathers
+// the tiles by cp.async instead, zero-filling rows past the end (no v_tail).
 //
 // Work order (core/work_order.cuh): causal items run longest first. Persistent blocks (kPersistent,
 // one per SM, contiguous K/V) walk several items: the K/V rings run on across items, the output is
@@ -36,7 +37,7 @@
 //   Element (bf16_t | fp16_t), kHeadDim, kHeadDimV (multiples of 8, <= 256, Dv's 64-column blocks
 //   no more than D's), kGroup, kBlockM (= 64 * kConsumerWarpgroups), kBlockN, kStages,
 //   kConsumerWarpgroups (2 or 3), kPingpong, kMask (MaskKind), kSoftcap, kAlibi (Alibi), kSinks,
-//   kLse (LseOut), kPaged, kPersistent, kMixedTiles, kPairedTiles; int8 kernels also kInt8 (Q·Kᵀ
+//   kLse (LseOut), kPaged, kPersistent, kMixedTiles, kPairedTiles, kPagedGather; int8 kernels also kInt8 (Q·Kᵀ
 //   on s8 wgmma; int8_qkv's V widened by the producer: prefill_sm90_int8.cuh).
 #pragma once
 
@@ -50,6 +51,7 @@
 #include "attnc/features/score.cuh"
 #include "attnc/families/prefill_sm90_int8.cuh"
 #include "attnc/families/prefill_sm90_paged.cuh"
+#include "attnc/families/prefill_sm90_paged_gather.cuh"
 #include "attnc/params/params.h"
 #include "attnc/core/ptx.cuh"
 #include "attnc/core/work_order.cuh"
@@ -81,6 +83,9 @@ struct PrefillSm90 {
   // list, adjacent or not, in two TMA boxes (Sparse::PairedTiles); one width, BN keys.
   static constexpr bool kPaired = T::kPairedTiles;
   static_assert(!(kPaired && (kPaged || kMixed)), "paired tiles read contiguous K/V, in tiles of one width");
+  // Paged K/V gathered by cp.async (prefill_sm90_paged_gather.cuh) instead of TMA boxes.
+  static constexpr bool kGather = T::kPagedGather;
+  static_assert(!kGather || kPaged, "the gather reads a paged cache");
   // Registers per thread after setmaxnreg: the producer keeps few, the consumers take the rest of
   // what the block was launched with (kLaunchRegs: setmaxnreg.inc draws on the block's own
   // registers, so a sum above it never completes). The paged producer warp holds its boxes' pages
@@ -99,6 +104,7 @@ struct PrefillSm90 {
                 "setmaxnreg: the warpgroups share the registers the block was launched with");
 
   using Int8 = PrefillInt8<T, BN, D, STAGES>;  // int8 Q and K: tiles of D bytes per row
+  static_assert(!(Int8::kOn && kGather), "the gather copies 16-bit caches (int8 keeps TMA)");
   static_assert(!(Int8::kOn && kPersistent),
                 "persistent int8 blocks are not verified on a GPU (the planner refuses persistent for int8)");
   using PE = typename conditional<Int8::kWidenV, fp16_t, E>::type;  // P·V's element type: fp16 over widened V
@@ -110,6 +116,7 @@ struct PrefillSm90 {
   using OTile = SwizzledTile<BM, DV>;
   static constexpr int kQBytes = QTile::kBytes > OTile::kBytes ? QTile::kBytes : OTile::kBytes;
   using Order = WorkOrder<T::kMask == MaskKind::causal>;
+  using Gather = PagedGather<BN>;
 
   using Sparse = typename SparseOf<T>::type;
   // The key tiles a block visits, in order: all of the mask's range, or the visible ones.
@@ -256,8 +263,9 @@ struct PrefillSm90 {
     if (threadIdx.x == 0) {
       mbar_init(&sm.bar->q_full, 1);
       for (int s = 0; s < STAGES; ++s) {
-        mbar_init(&sm.bar->k_full[s], Int8::kKeyFullArrivals);  // int8: the TMA bytes and the scales
-        mbar_init(&sm.bar->v_full[s], Int8::kValueFullArrivals);
+        // int8: the TMA bytes and the scales; the gather: every producer thread's copies.
+        mbar_init(&sm.bar->k_full[s], kGather ? Gather::kThreads : Int8::kKeyFullArrivals);
+        mbar_init(&sm.bar->v_full[s], kGather ? Gather::kThreads : Int8::kValueFullArrivals);
         mbar_init(&sm.bar->k_empty[s], 4 * W);  // one arrival per consumer warp
         mbar_init(&sm.bar->v_empty[s], 4 * W);
       }
@@ -280,6 +288,8 @@ struct PrefillSm90 {
           for_each_item(p, [&](const Block& b, const Progress&) { load_paged<true, false>(p, maps, b, sm); });
         else if (threadIdx.x < 64)
           for_each_item(p, [&](const Block& b, const Progress&) { load_paged<false, true>(p, maps, b, sm); });
+      } else if constexpr (kGather) {
+        for_each_item(p, [&](const Block& b, const Progress&) { gather_paged(p, maps, b, sm); });
       } else if constexpr (kPaged) {
         if (threadIdx.x < 32)
           for_each_item(p, [&](const Block& b, const Progress&) { load_paged<true, true>(p, maps, b, sm); });
@@ -466,10 +476,64 @@ struct PrefillSm90 {
     }
   }
 
+  // Paged 16-bit K/V gathered by the producer warpgroup's 128 threads (prefill_sm90_paged_gather.cuh):
+  // K of tile i + 1 before V of tile i, V reusing the pages K found, each stage's copies completing
+  // on its full barrier by every thread's arrive.noinc.
+  __device__ static void gather_paged(const AttentionParams& p, const AttentionTensorMaps& maps, const Block& b,
+                                      const Smem& sm) {
+    const int t = threadIdx.x, lane = t % 32;
+    if (t == 0) load_q(maps, b, sm);
+    if (b.n_tiles == 0) return;
+    const Gather gather(p, b.seq);
+    // Shared addresses as one 32-bit base plus offsets the compiler folds (as load_paged keeps them).
+    const u32 base = smem_u32(sm.q);
+    auto addr = [&](const void* ptr) {
+      return base + u32(static_cast<const char*>(ptr) - reinterpret_cast<const char*>(sm.q));
+    };
+    auto copy_k = [&](int i, int tile, int page, int slot) {
+      const int s = i % STAGES;
+      mbar_wait(addr(&sm.bar->k_empty[s]), ((i / STAGES) & 1) ^ 1);
+      gather.template copy_tile<D>(addr(sm.k_stage(s)), static_cast<const u16*>(p.k) + b.kv_head * p.k_head_stride,
+                                   p.k_block_stride, int(p.k_row_stride), tile * BN, page, slot, t);
+      cp_async_arrive_noinc(addr(&sm.bar->k_full[s]));
+    };
+    auto copy_v = [&](int i, int tile, int page, int slot) {
+      const int s = i % STAGES;
+      mbar_wait(addr(&sm.bar->v_empty[s]), ((i / STAGES) & 1) ^ 1);
+      gather.template copy_tile<DV>(addr(sm.v_stage(s)), static_cast<const u16*>(p.v) + b.kv_head * p.v_head_stride,
+                                    p.v_block_stride, int(p.v_row_stride), tile * BN, page, slot, t);
+      cp_async_arrive_noinc(addr(&sm.bar->v_full[s]));
+    };
+    int k_tile = tile_at(b, 0, 0), k_page, k_slot;
+    gather.locate(k_tile * BN, lane, k_page, k_slot);
+    copy_k(0, k_tile, k_page, k_slot);
+    for (int i = 0; i < b.n_tiles; ++i) {
+      const int v_tile = k_tile, v_page = k_page, v_slot = k_slot;
+      if (i + 1 < b.n_tiles) {
+        k_tile = tile_at(b, i + 1, k_tile);
+        gather.locate(k_tile * BN, lane, k_page, k_slot);
+        copy_k(i + 1, k_tile, k_page, k_slot);
+      }
+      copy_v(i, v_tile, v_page, v_slot);
+    }
+    // No thread leaves with copies in flight (their arrivals are still owed to the barriers).
+    cp_async_commit();
+    cp_async_wait<0>();
+  }
+
+  // A consumer's wait for a K or V stage. Gathered tiles were written by cp.async, in the generic
+  // proxy, and its writers cannot fence after their copies land, so each reader orders them before
+  // its wgmma (the async proxy) reads them.
+  __device__ static void wait_full(u64* full, int parity) {
+    mbar_wait(full, parity);
+    if constexpr (kGather) fence_proxy_async_shared();
+  }
+
   // Whether the block's last key tile reaches past the request's end (paged: its V rows there are
-  // zeroed and handed over on v_tail; not int8_qkv's, whose widened int8 values are finite).
+  // zeroed and handed over on v_tail; not int8_qkv's, whose widened int8 values are finite, nor the
+  // gather's, which zero-fills them).
   __device__ static bool tail_tile(const Block& b, int last_tile) {
-    return kPaged && !Int8::kWidenV && (last_tile + 1) * BN > b.sk;
+    return kPaged && !kGather && !Int8::kWidenV && (last_tile + 1) * BN > b.sk;
   }
 
   // ---- consumers ----------------------------------------------------------------------------
@@ -632,7 +696,7 @@ struct PrefillSm90 {
     template <int NQ>
     __device__ __forceinline__ void first(int tile) {
       auto& sq = cols<NQ>(s);
-      mbar_wait(&sm.bar->k_full[stage(0)], phase(0));
+      wait_full(&sm.bar->k_full[stage(0)], phase(0));
       wgmma_fence();
       issue_qk<NQ>(sq, qf, sm, cw, stage(0));
       wgmma_commit();
@@ -652,12 +716,12 @@ struct PrefillSm90 {
       auto& sq = cols<NQ>(s);
       const int st = stage(i), prev = stage(i - 1);
       token_wait(cw);
-      mbar_wait(&sm.bar->k_full[st], phase(i));
+      wait_full(&sm.bar->k_full[st], phase(i));
       fence_operand(o);
       wgmma_fence();
       issue_qk<NQ>(sq, qf, sm, cw, st);
       wgmma_commit();
-      mbar_wait(&sm.bar->v_full[prev], phase(i - 1));
+      wait_full(&sm.bar->v_full[prev], phase(i - 1));
       issue_pv<NP>(o, ksteps<NP>(pf), sm, prev);
       wgmma_commit();
       token_pass(cw);
@@ -725,7 +789,7 @@ struct PrefillSm90 {
       if constexpr (!kQInRegisters) c.q_read();
       const int last = c.stage(b.n_tiles - 1);
       if (tail_tile(b, tile)) mbar_wait(sm.v_tail(), 0);
-      else mbar_wait(&sm.bar->v_full[last], c.phase(b.n_tiles - 1));
+      else wait_full(&sm.bar->v_full[last], c.phase(b.n_tiles - 1));
       fence_operand(c.o);
       c.last_pv_at(last, tile);
       wgmma_wait<0>();

@@ -185,6 +185,40 @@ TEST(AttentionGrid, DecodeCasesRunOnBothDecodeFamilies) {
   EXPECT_GE(bw, 40);  // every decode case but int8 past d192, the head-dim sweep's included
 }
 
+// Every paged 16-bit prefill_sm90 case runs again with the cp.async gather (`sm90g_`), so the gather
+// meets every page-table form, page sizes below 64 (16, 32, 48: where it is meant to serve) and
+// head dims from 64 to 256, windows, softcap and sinks.
+TEST(AttentionGrid, PagedGatherTwinsEverySm90PagedCase) {
+  std::set<std::string> names;
+  for (const GridCase& c : cases()) names.insert(c.name);
+  std::set<int> sizes, dims;
+  std::set<PageTableForm> forms;
+  bool window = false, softcap = false, sinks = false, kv_longer = false;
+  int twins = 0;
+  for (const GridCase& c : cases()) {
+    if (!c.paged_gather) {
+      if (c.family == "prefill_sm90" && c.kind == KernelKind::prefill_paged && c.spec.quant == QuantMode::none)
+        EXPECT_TRUE(names.count("sm90g_" + c.name.substr(5))) << c.name << " has no gather twin";
+      continue;
+    }
+    ++twins;
+    EXPECT_EQ(grid_config(c, "sm_90a").family, "prefill_sm90") << c.name;
+    EXPECT_TRUE(grid_config(c, "sm_90a").paged_gather) << c.name;
+    sizes.insert(c.call.page_size);
+    dims.insert(c.spec.head_dim);
+    forms.insert(c.call.page_table);
+    window |= c.spec.mask.kind == MaskKind::sliding_window;
+    softcap |= c.spec.softcap > 0;
+    sinks |= c.spec.sinks;
+    for (size_t r = 0; r < c.call.seqlens_q.size(); ++r) kv_longer |= c.call.seqlens_k[r] > c.call.seqlens_q[r];
+  }
+  EXPECT_GE(twins, 10);
+  for (int size : {16, 32, 48}) EXPECT_TRUE(sizes.count(size)) << "no gather case at page " << size;
+  for (int d : {64, 128, 256}) EXPECT_TRUE(dims.count(d)) << "no gather case at d" << d;
+  EXPECT_EQ(forms.size(), all_page_table_forms().size());
+  EXPECT_TRUE(window && softcap && sinks && kv_longer);
+}
+
 // fp8 caches: both formats and every scale kind in every paged kind, decode on both families.
 TEST(AttentionGrid, Fp8CasesCoverFormatsScaleKindsAndBothDecodeFamilies) {
   const std::vector<std::string> kinds = {"prefill_paged", "decode_single", "decode_multi"};

@@ -1,0 +1,73 @@
+// generator/plan: prefill_sm90's paged_gather (Config::paged_gather: 16-bit paged K/V gathered by
+// cp.async) — off by default, its name, JSON and traits, the same shared memory as the TMA path,
+// and where it is refused.
+#include <gtest/gtest.h>
+
+#include "generator/emit/emit.h"
+#include "generator/plan/plan_attention.h"
+#include "generator/plan/plan_prefill_sm90.h"
+
+namespace attnc {
+namespace {
+
+Spec llama3(QuantMode quant = QuantMode::none) {
+  Spec s;
+  s.head_dim = s.head_dim_v = 128;
+  s.num_q_heads = 32;
+  s.num_kv_heads = 8;
+  s.mask = {MaskKind::causal, -1, -1};
+  s.quant = quant;
+  s.kernels.prefill = true;
+  return s;
+}
+
+Config gather(const Spec& s) {
+  return Config::from_json(R"({"paged_gather": true})", default_config(s, KernelKind::prefill_paged, "sm_90a"));
+}
+
+TEST(PlanPagedGather, OffByDefaultForEveryKindAndPageSize) {
+  for (int page : {16, 32, 64, 256}) {
+    Spec s = llama3();
+    s.kv_cache.page_size = page;
+    for (KernelKind kind : {KernelKind::prefill, KernelKind::prefill_paged})
+      EXPECT_FALSE(default_config(s, kind, "sm_90a").paged_gather) << page;
+  }
+}
+
+TEST(PlanPagedGather, NameJsonTraitsAndSharedMemory) {
+  const Spec s = llama3();
+  const Config base = default_config(s, KernelKind::prefill_paged, "sm_90a");
+  const Config c = gather(s);
+  EXPECT_EQ(base.to_json().find("paged_gather"), std::string::npos);
+  EXPECT_EQ(c.short_name(), base.short_name() + "pg");
+  EXPECT_NE(c.to_json().find("\"paged_gather\":true"), std::string::npos);
+  EXPECT_EQ(Config::from_json(c.to_json()), c);
+  const KernelPlan plan = plan_kernel(s, KernelKind::prefill_paged, c, "sm_90a");
+  // The same rings and barriers as the TMA path (v_tail stays, unused).
+  EXPECT_EQ(plan.smem_bytes, plan_kernel(s, KernelKind::prefill_paged, base, "sm_90a").smem_bytes);
+  EXPECT_NE(emit_kernel(plan).source.find("kPagedGather = true"), std::string::npos);
+  EXPECT_NE(emit_kernel(plan_kernel(s, KernelKind::prefill_paged, base, "sm_90a")).source.find("kPagedGather = false"),
+            std::string::npos);
+}
+
+void expect_refused(const Spec& s, KernelKind kind, const std::string& config, const std::string& why) {
+  const Config c = Config::from_json(config, default_config(s, kind, "sm_90a"));
+  try {
+    plan_kernel(s, kind, c, "sm_90a");
+    FAIL() << "planned " << config;
+  } catch (const BadConfig& e) {
+    EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
+  }
+}
+
+TEST(PlanPagedGather, RefusedWhereItCannotRun) {
+  expect_refused(llama3(), KernelKind::prefill, R"({"paged_gather": true})",
+                 "paged_gather gathers K/V tiles from a paged cache; a prefill kernel reads contiguous K/V");
+  expect_refused(llama3(QuantMode::int8_qk), KernelKind::prefill_paged, R"({"paged_gather": true})",
+                 "paged_gather copies 16-bit caches; quant int8_qk keeps TMA boxes");
+  expect_refused(llama3(), KernelKind::prefill_paged, R"({"family": "prefill_sm80", "paged_gather": true})",
+                 "paged_gather is prefill_sm90's");
+}
+
+}  // namespace
+}  // namespace attnc
