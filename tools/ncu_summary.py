@@ -82,15 +82,23 @@ def main():
     ap.add_argument("--hottest", type=int, default=30)
     a = ap.parse_args()
     print(a.prefix)
+    failed = 0
     for part in (details, raw):
         try:
             part(a.prefix)
         except (OSError, StopIteration, IndexError) as e:
             print(f"  ({part.__name__}: {e})")
+            failed += 1
     try:
         source(a.prefix, a.loop_count, a.hottest)
     except (OSError, StopIteration, IndexError, ValueError) as e:
         print(f"  (source: {e})")
+        failed += 1
+    if failed == 3:  # a part may be missing; none readable is a wrong prefix
+        sys.stdout.flush()
+        print(f"ncu_summary: nothing readable at {a.prefix}: expected {a.prefix}.details.txt, .raw.csv and .src.csv "
+              "(what tools/ncu-kernel writes)", file=sys.stderr)
+        return 1
     return 0
 
 
