@@ -50,7 +50,7 @@ std::vector<Config> family_space(const Spec& s, KernelKind kind, const Config& b
         Config c = base;
         c.family = family;
         // prefill_sm90's own fields, which a prefill_sm90 baseline carries: other families refuse them
-        c.persistent = c.mixed_tiles = c.paired_tiles = false;
+        c.persistent = c.mixed_tiles = c.paired_tiles = c.paged_gather = false;
         c.warps = w;
         c.block_m = bw ? 16 : 16 * w;
         c.block_n = n;
