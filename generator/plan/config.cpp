@@ -5,15 +5,28 @@
 #include <stdexcept>
 
 namespace attnc {
+namespace {
+
+// prefill_sm90's switches that are off unless set: JSON key, name suffix, field (one list for the
+// name, the JSON and the parser).
+struct Sm90Flag {
+  const char* key;
+  const char* suffix;
+  bool Config::*field;
+};
+constexpr Sm90Flag kSm90Flags[] = {{"persistent", "ps", &Config::persistent},
+                                   {"mixed_tiles", "mx", &Config::mixed_tiles},
+                                   {"paired_tiles", "pt", &Config::paired_tiles},
+                                   {"paged_gather", "pg", &Config::paged_gather}};
+
+}  // namespace
 
 std::string Config::short_name() const {
   std::string s = "m" + std::to_string(block_m) + "n" + std::to_string(block_n) + "w" +
                   std::to_string(warps) + "s" + std::to_string(stages);
   if (family == "prefill_sm90" && !pingpong) s += "np";
-  if (family == "prefill_sm90" && persistent) s += "ps";
-  if (family == "prefill_sm90" && mixed_tiles) s += "mx";
-  if (family == "prefill_sm90" && paired_tiles) s += "pt";
-  if (family == "prefill_sm90" && paged_gather) s += "pg";
+  for (const Sm90Flag& f : kSm90Flags)
+    if (family == "prefill_sm90" && this->*f.field) s += f.suffix;
   return s;
 }
 
@@ -25,10 +38,8 @@ std::string Config::to_json() const {
   j["warps"] = warps;
   j["stages"] = stages;
   if (family == "prefill_sm90") j["pingpong"] = pingpong;
-  if (family == "prefill_sm90" && persistent) j["persistent"] = true;
-  if (family == "prefill_sm90" && mixed_tiles) j["mixed_tiles"] = true;
-  if (family == "prefill_sm90" && paired_tiles) j["paired_tiles"] = true;
-  if (family == "prefill_sm90" && paged_gather) j["paged_gather"] = true;
+  for (const Sm90Flag& f : kSm90Flags)
+    if (family == "prefill_sm90" && this->*f.field) j[f.key] = true;
   return j.dump();
 }
 
@@ -50,14 +61,12 @@ Config Config::from_json(const std::string& text, const Config& base) {
       c.family = it->get<std::string>();
       continue;
     }
-    if (key == "pingpong" || key == "persistent" || key == "mixed_tiles" || key == "paired_tiles" ||
-        key == "paged_gather") {
+    bool* flag = key == "pingpong" ? &c.pingpong : nullptr;
+    for (const Sm90Flag& f : kSm90Flags)
+      if (key == f.key) flag = &(c.*f.field);
+    if (flag) {
       if (!it->is_boolean()) throw std::invalid_argument("config." + key + ": expected true or false");
-      (key == "pingpong"     ? c.pingpong
-       : key == "persistent" ? c.persistent
-       : key == "mixed_tiles" ? c.mixed_tiles
-       : key == "paired_tiles" ? c.paired_tiles
-                               : c.paged_gather) = it->get<bool>();
+      *flag = it->get<bool>();
       continue;
     }
     int* field = key == "block_m"  ? &c.block_m
