@@ -61,7 +61,7 @@ std::vector<Config> family_space(const Spec& s, KernelKind kind, const Config& b
 }
 
 // prefill_sm90's axes where its planner takes the spec: 2 or 3 consumer warpgroups, block_n, and
-// the default tile again with 3 stages, without ping-pong and with persistence flipped (the
+// the default tile again with 3 stages, without ping-pong, with persistence or the paged gather flipped (the
 // planner and pruning drop what cannot fit).
 std::vector<Config> sm90_space(const Spec& s, KernelKind kind, const std::string& arch) {
   std::vector<Config> out;
@@ -89,6 +89,13 @@ std::vector<Config> sm90_space(const Spec& s, KernelKind kind, const std::string
     if (kind == KernelKind::prefill && s.quant == QuantMode::none) {
       c = d;
       c.persistent = !d.persistent;
+      out.push_back(c);
+    }
+    // paged 16-bit K/V: the cp.async gather flipped (the default gathers where page boxes would hold
+    // 16 rows; the call's page size may differ from the spec's)
+    if (kind == KernelKind::prefill_paged && s.quant == QuantMode::none && !s.sparse.enabled) {
+      c = d;
+      c.paged_gather = !d.paged_gather;
       out.push_back(c);
     }
     // Block-sparse: paired tiles (two sparse blocks of the visible list per tile) at the default's

@@ -1,6 +1,7 @@
 #include "generator/plan/plan_prefill_sm90.h"
 
 #include <algorithm>
+#include <numeric>
 
 namespace attnc {
 namespace {
@@ -130,6 +131,13 @@ Config default_prefill_sm90_config(const Spec& s, KernelKind kind) {
   // at d256, measured when the consumers also made per-key biases, since reverted).
   if (s.quant != QuantMode::none && kind == KernelKind::prefill_paged && d > 128)
     c.block_n = std::min(c.block_n, d > 192 ? 48 : 80);
+  // Paged 16-bit K/V whose page boxes would hold 16 rows (gcd(page, block_n) = 16: pages 16 and 48,
+  // and 32 at 80-key tiles): the producer gathers by cp.async, as the TMA unit's box rate held page
+  // 16 at 1.252 ms against 0.984 from page 64 (d128 B4 S4096 causal: 1.252 -> 1.062 ms; gemma-2 d256
+  // 0.697 -> 0.564; gpt-oss d64 even). At 32-row boxes the two tie, from 64 rows TMA is 7 % faster
+  // (nvidia-h200, docs/kernels-prefill-sm90.md). The page size is the spec's, that of its default kernel.
+  c.paged_gather = kind == KernelKind::prefill_paged && s.quant == QuantMode::none && !s.sparse.enabled &&
+                   std::gcd(s.kv_cache.page_size, c.block_n) <= 16;
   // Block-sparse contiguous prefill: persistent blocks, where the output tile fits beside the
   // others (they hide each item's Q load and pipeline fill: -2 % at m128n64; and hold Q in
   // registers at 2 x 64 rows and d <= 128: -6 % more). Not int8's (check_config says why).

@@ -4,7 +4,8 @@
 // prefill cases (contiguous, and paged over a 16-bit cache) on prefill_sm80 and again on
 // prefill_sm90 (`sm90_`, skipped off sm_90a), contiguous prefill a third time on prefill_sm90 with
 // persistent blocks (`sm90p_`, where the output tile fits beside the others), paged 16-bit prefill a
-// third time on prefill_sm90 with the cp.async gather (`sm90g_`, Config paged_gather).
+// third time on prefill_sm90 with the cp.async gather (`sm90g_`, Config paged_gather; its `sm90_`
+// twin then reads by TMA boxes).
 // Not the full cartesian product: every value of every axis appears, and the pairs that interact
 // (layout x form, layout x page size, form x column offset, decode variant x splits, features x
 // kinds) are covered by rotating the runtime axes over the cases; attention_grid_coverage_test
@@ -39,7 +40,10 @@ inline Config grid_config(const GridCase& c, const std::string& arch) {
   Config config = c.family.empty() ? default_config(c.spec, c.kind, arch)
                                    : default_family_config(c.spec, c.kind, arch, c.family);
   if (c.persistent) config.persistent = true;
-  if (c.paged_gather) config.paged_gather = true;
+  // prefill_sm90's paged 16-bit twins name their K/V path: `sm90_` TMA boxes, `sm90g_` the gather
+  // (the default gathers at 16-row page boxes, so `sm90_` would otherwise gather too).
+  if (c.family == "prefill_sm90" && c.kind == KernelKind::prefill_paged && c.spec.quant == QuantMode::none)
+    config.paged_gather = c.paged_gather;
   return config;
 }
 

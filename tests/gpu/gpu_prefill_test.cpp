@@ -126,9 +126,11 @@ std::vector<Case> cases() {
     if (default_tiles) {
       Case c = out[i];
       c.name = "sm90_" + c.name;
-      c.config_json = R"({"family":"prefill_sm90"})";
+      // paged: TMA boxes here (the default gathers at page 16), and the cp.async gather (`sm90g_`)
+      c.config_json = c.kind == KernelKind::prefill_paged ? R"({"family":"prefill_sm90","paged_gather":false})"
+                                                          : R"({"family":"prefill_sm90"})";
       out.push_back(c);
-      if (c.kind == KernelKind::prefill_paged) {  // and the cp.async gather (`sm90g_`, paged_gather)
+      if (c.kind == KernelKind::prefill_paged) {
         c.name = "sm90g_" + out[i].name;
         c.config_json = R"({"family":"prefill_sm90","paged_gather":true})";
         out.push_back(c);

@@ -79,6 +79,26 @@ TEST(SearchSpace, Int8PrefillNeverTriesPersistentBlocks) {
   }
 }
 
+// 16-bit paged prefill tries the cp.async gather both ways (the default gathers at page 16, where
+// TMA boxes would hold 16 rows; the call's page size may be another); int8 and contiguous never.
+TEST(SearchSpace, PagedPrefillTriesTheGatherBothWays) {
+  const auto gathers = [](const std::vector<Config>& configs) {
+    std::set<bool> out;
+    for (const Config& c : configs)
+      if (c.family == "prefill_sm90") out.insert(c.paged_gather);
+    return out;
+  };
+  for (int page : {16, 64}) {
+    const Spec s = spec_from("kv_cache: {page_size: " + std::to_string(page) + "}\n");
+    const auto configs = config_space(s, KernelKind::prefill_paged, "sm_90a");
+    EXPECT_EQ(configs.front().paged_gather, page == 16) << page;
+    EXPECT_EQ(gathers(configs), (std::set<bool>{false, true})) << page;
+    EXPECT_EQ(gathers(config_space(s, KernelKind::prefill, "sm_90a")), std::set<bool>{false}) << page;
+  }
+  const Spec int8 = spec_from("kv_cache: {dtype: int8}\nquant: int8_qk\n");
+  EXPECT_EQ(gathers(config_space(int8, KernelKind::prefill_paged, "sm_90a")), std::set<bool>{false});
+}
+
 // Paged prefill, 16-bit and int8, tries both families (prefill_sm90 the heuristic's pick).
 TEST(SearchSpace, PagedInt8PrefillTriesBothFamilies) {
   const auto families = [](const std::vector<Config>& configs) {
