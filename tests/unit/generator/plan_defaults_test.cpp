@@ -41,10 +41,14 @@ TEST(PlanDefaults, PagedPrefillIsPrefillSm90OnSm90a) {
   Spec s = windowed(-1, 0);  // causal
   s.head_dim = s.head_dim_v = 128;
   const Config c = default_config(s, KernelKind::prefill_paged, "sm_90a");
-  EXPECT_EQ(c, default_config(s, KernelKind::prefill, "sm_90a"));
+  // The contiguous kernel's tiles; at page 16 the K/V tiles are gathered by cp.async.
+  EXPECT_TRUE(c.paged_gather);
+  Config tiles = c;
+  tiles.paged_gather = false;
+  EXPECT_EQ(tiles, default_config(s, KernelKind::prefill, "sm_90a"));
   ASSERT_EQ(c.family, "prefill_sm90");
   const KernelPlan paged = plan_kernel(s, KernelKind::prefill_paged, c, "sm_90a");
-  const KernelPlan contiguous = plan_kernel(s, KernelKind::prefill, c, "sm_90a");
+  const KernelPlan contiguous = plan_kernel(s, KernelKind::prefill, tiles, "sm_90a");
   EXPECT_TRUE(paged.paged);
   EXPECT_EQ(paged.smem_bytes, contiguous.smem_bytes + 8);
   EXPECT_EQ(paged.threads, 384);
