@@ -744,7 +744,6 @@ struct PrefillSm90 {
       this->st.mark(kPhaseLogits);
       int8.softmax_update(softmax, sq, rescale, MaxDone{this->st});
       this->st.mark(kPhaseExp);
-      pv_wait_below_softmax();
       wgmma_wait<0>();
       fence_operand(o);
       release(&sm.bar->v_empty[prev]);
@@ -755,27 +754,6 @@ struct PrefillSm90 {
       this->st.mark(kPhasePack);
       this->st.step_done();
     }
-
-    // ptxas hoists the wait for P·V(i-1) to the top of the block that holds it, above the row max
-    // and the exponentials, so the softmax of tile i never overlaps P·V(i-1) (docs/kernels-int8.md,
-    // "The consumer chain, measured"). ATTNC_PV_WAIT_LATE reads the clock here, which ptxas keeps
-    // in order with the arithmetic and the wait around it (seen in the stamped kernels' SASS), so
-    // the wait stays below the exponentials. Off by default (a measurement).
-    // The clock values add up in `pin` and touch O once at the end (+0.f), or ptxas drops the read.
-#ifdef ATTNC_PV_WAIT_LATE
-    u32 pin = 0;
-    __device__ __forceinline__ void pv_wait_below_softmax() {
-      u32 t;
-      asm volatile("mov.u32 %0, %%clock;\n" : "=r"(t)::"memory");
-      pin += t;
-    }
-    __device__ __forceinline__ void unpin() {
-      if (pin == 0xffffffffu) o[0][0] += 0.f;
-    }
-#else
-    __device__ __forceinline__ void pv_wait_below_softmax() {}
-    __device__ __forceinline__ void unpin() {}
-#endif
 
     // The last tile's P V.
     template <int NP>
@@ -837,7 +815,6 @@ struct PrefillSm90 {
     } else if constexpr (!kQInRegisters) {
       c.q_read();
     }
-    c.unpin();
     // The first warpgroup's opening turn leaves one pass from the last warpgroup unclaimed.
     if (kPingpong && cw == 0) named_barrier_sync(kTokenBarrier, 2 * kWarpgroupThreads);
 

@@ -44,12 +44,14 @@ struct PrefillInt8 {
   static constexpr bool kOn = kMode != Int8Mode::none;
   // The q scale applied by the softmax (update_rows<true>) rather than to each score: only where
   // nothing between the scores and the softmax needs the true logits.
-  // 16-bit kernels: the score's scale * log2 e folded into the exponent FMA the same way (one FMUL a
-  // score less); off by default, ATTNC_FOLD_SCALE16 turns it on for a measurement.
-#ifdef ATTNC_FOLD_SCALE16
-  static constexpr bool kFold16 = !kOn && !T::kSoftcap && T::kAlibi == Alibi::none;
-#else
+  // 16-bit kernels with neither softcap nor ALiBi: the score's scale * log2 e folded into the
+  // exponent FMA the same way (one FMUL a score less on the consumer chain: -3 % at d128 causal,
+  // docs/kernels-int8.md "The chain in cycles"). ATTNC_UNFOLD_SCALE16 restores the FMUL per score
+  // (for an A/B).
+#ifdef ATTNC_UNFOLD_SCALE16
   static constexpr bool kFold16 = false;
+#else
+  static constexpr bool kFold16 = !kOn && !T::kSoftcap && T::kAlibi == Alibi::none;
 #endif
   static constexpr bool kRowScaleInSoftmax = (kOn || kFold16) && !T::kSoftcap && T::kAlibi == Alibi::none;
   static constexpr bool kWidenV = kMode == Int8Mode::qkv;  // V widened by the producer, scaled in the epilogue
@@ -81,7 +83,8 @@ struct PrefillInt8 {
     }
   };
 
-  float qs[2];  // q_scale of this thread's two rows times the transform's multiplier (0 past the request)
+  float qs[2];  // q_scale of this thread's two rows times the transform's multiplier (0 past the request);
+                // kFold16: scale * log2 e
 
   // S (as s32, in s's registers) = Q Kᵀ for the warpgroup's 64 rows at q_row0; issued, not waited.
   template <class QTile, class KTile>
@@ -225,7 +228,7 @@ struct PrefillInt8 {
         if constexpr (kRowScaleInSoftmax) qs[r] = fmaxf(qs[r], 1e-30f);
       }
     } else if constexpr (kFold16) {
-      qs[0] = qs[1] = p.scale_log2;
+      qs[0] = qs[1] = p.scale_log2;  // > 0 (softmax_scale is checked finite and > 0)
     }
   }
 

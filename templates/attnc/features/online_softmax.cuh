@@ -28,50 +28,22 @@ struct OnlineSoftmax {
     update_rows<false>(s, rescale, unscaled);
   }
 
-  // update_rows<true> takes logits given as t * row_scale[r] with t in s: the max is taken over t
-  // and scaled (row_scale > 0), and each exponent is one FMA, exp2(t * row_scale - max), so the
-  // scale costs no multiplication of its own (prefill_sm90's int8 q scales with neither softcap nor
-  // ALiBi).
-
-  // The row max and the row sum over a thread's 2 * NT values of a row: sequential chains (2 NT
-  // dependent FMNMX / NT dependent FADD: ptxas does not reassociate them), or, kTreeReduce, pairwise
-  // trees (depth log2(2 NT)). Off by default; ATTNC_SOFTMAX_TREE turns it on for a measurement
-  // (docs/kernels-int8.md, "The chain in cycles").
-#ifdef ATTNC_SOFTMAX_TREE
-  static constexpr bool kTreeReduce = true;
-#else
-  static constexpr bool kTreeReduce = false;
-#endif
-
-  // fmaxf / + over t[0..N) in a pairwise tree (any N): the result in t[0].
-  template <bool kMax, int N>
-  __device__ static float tree_reduce(float (&t)[N]) {
-#pragma unroll
-    for (int w = 1; w < N; w *= 2)
-#pragma unroll
-      for (int i = 0; i + w < N; i += 2 * w) t[i] = kMax ? fmaxf(t[i], t[i + w]) : t[i] + t[i + w];
-    return t[0];
-  }
-
   // The max of row r's values (before row_scale), not yet quad-reduced; starts from `init`.
   template <int NT>
   __device__ static float thread_row_max(const float (&s)[NT][4], int r, float init) {
-    if constexpr (kTreeReduce) {
-      float t[NT];
+    float m = init;
 #pragma unroll
-      for (int n = 0; n < NT; ++n) t[n] = fmaxf(s[n][2 * r], s[n][2 * r + 1]);
-      return fmaxf(init, tree_reduce<true>(t));
-    } else {
-      float m = init;
-#pragma unroll
-      for (int n = 0; n < NT; ++n) m = fmaxf(m, fmaxf(s[n][2 * r], s[n][2 * r + 1]));
-      return m;
-    }
+    for (int n = 0; n < NT; ++n) m = fmaxf(m, fmaxf(s[n][2 * r], s[n][2 * r + 1]));
+    return m;
   }
 
+  // update_rows<true> takes logits given as t * row_scale[r] with t in s: the max is taken over t
+  // and scaled (row_scale > 0), and each exponent is one FMA, exp2(t * row_scale - max), so the
+  // scale costs no multiplication of its own (prefill_sm90: int8's q scales, 16-bit's scale * log2 e,
+  // with neither softcap nor ALiBi).
   // `between()` runs after both rows' max and rescale factors, before the exponentials (a hook for
   // prefill_sm90's chain stamps). Rows in turn (max, exp of row 0, then row 1) unless the hook
-  // splits the phases (Between::kSplits) or the reductions are trees (both rows' maxima first).
+  // splits the phases (Between::kSplits: both rows' maxima first).
   struct NoHook {
     static constexpr bool kSplits = false;
     __device__ void operator()() const {}
@@ -81,7 +53,7 @@ struct OnlineSoftmax {
                               Between between = {}) {
     static_assert(ROWS == 2, "mma fragments carry two rows per thread");
     float base[ROWS];
-    if constexpr (Between::kSplits || kTreeReduce) {
+    if constexpr (Between::kSplits) {
       max_row<kScaled>(s, rescale, row_scale, base, 0);
       max_row<kScaled>(s, rescale, row_scale, base, 1);
       between();
@@ -114,7 +86,6 @@ struct OnlineSoftmax {
   __device__ void exp_row(float (&s)[NT][4], const float (&rescale)[ROWS], const float (&row_scale)[ROWS],
                           const float (&base)[ROWS], int r) {
     float sum = 0.f;
-    float pair[NT];
 #pragma unroll
     for (int n = 0; n < NT; ++n) {
       if constexpr (kScaled) {
@@ -124,10 +95,8 @@ struct OnlineSoftmax {
         s[n][2 * r] = fast_exp2(s[n][2 * r] - base[r]);
         s[n][2 * r + 1] = fast_exp2(s[n][2 * r + 1] - base[r]);
       }
-      if constexpr (kTreeReduce) pair[n] = s[n][2 * r] + s[n][2 * r + 1];
-      else sum += s[n][2 * r] + s[n][2 * r + 1];
+      sum += s[n][2 * r] + s[n][2 * r + 1];
     }
-    if constexpr (kTreeReduce) sum = tree_reduce<false>(pair);
     row_sum[r] = row_sum[r] * rescale[r] + sum;
   }
 
