@@ -42,17 +42,17 @@ template <class T, int BN, int D, int STAGES>
 struct PrefillInt8 {
   static constexpr Int8Mode kMode = Int8ModeOf<T>::value;
   static constexpr bool kOn = kMode != Int8Mode::none;
-  // The q scale applied by the softmax (update_rows<true>) rather than to each score: only where
-  // nothing between the scores and the softmax needs the true logits.
   // 16-bit kernels with neither softcap nor ALiBi: the score's scale * log2 e folded into the
-  // exponent FMA the same way (one FMUL a score less on the consumer chain: -3 % at d128 causal,
-  // docs/kernels-int8.md "The chain in cycles"). ATTNC_UNFOLD_SCALE16 restores the FMUL per score
-  // (for an A/B).
+  // exponent FMA as int8's q scale is (one FMUL a score less on the consumer chain: -3 % at d128
+  // causal, docs/kernels-int8.md "The chain in cycles"). ATTNC_UNFOLD_SCALE16 restores the FMUL
+  // per score (for an A/B).
 #ifdef ATTNC_UNFOLD_SCALE16
   static constexpr bool kFold16 = false;
 #else
   static constexpr bool kFold16 = !kOn && !T::kSoftcap && T::kAlibi == Alibi::none;
 #endif
+  // The row scale (q scale, or kFold16's) applied by the softmax (update_rows<true>) rather than to
+  // each score: only where nothing between the scores and the softmax needs the true logits.
   static constexpr bool kRowScaleInSoftmax = (kOn || kFold16) && !T::kSoftcap && T::kAlibi == Alibi::none;
   static constexpr bool kWidenV = kMode == Int8Mode::qkv;  // V widened by the producer, scaled in the epilogue
   // Columns of the Q and K tiles in 2-byte units: one per int8 pair.
