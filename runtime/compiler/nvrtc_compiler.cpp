@@ -1,7 +1,9 @@
 #include "runtime/compiler/nvrtc_compiler.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <future>
+#include <sstream>
 #include <thread>
 
 #include "generator/emit/embedded_templates.h"
@@ -26,12 +28,23 @@ std::string target_arch(const KernelSource& source, const CompileOptions& option
   return arch;
 }
 
+// Diagnostic and experimental kernel variants (the prefill chain stamps, docs/kernels-int8.md):
+// ATTNC_NVRTC_DEFINES="NAME[=VALUE] ..." adds -DNAME[=VALUE] per word. The options are part of the
+// kernel key, so the cache keeps such kernels apart from the default ones.
+void add_env_defines(std::vector<std::string>& opts) {
+  const char* env = std::getenv("ATTNC_NVRTC_DEFINES");
+  if (env == nullptr) return;
+  std::istringstream words(env);
+  for (std::string w; words >> w;) opts.push_back("-D" + w);
+}
+
 // Shared tail of both option lists: everything but the architecture and ptxas flags.
 void add_common_options(std::vector<std::string>& opts, const KernelSource& source, const CompileOptions& options) {
   opts.push_back("-std=c++17");
   opts.push_back("--minimal");  // see nvrtc_options() in the header
   if (options.line_info) opts.push_back("-lineinfo");
   opts.insert(opts.end(), source.options.begin(), source.options.end());
+  add_env_defines(opts);
 }
 
 std::string program_name(const KernelSource& source) {

@@ -33,6 +33,8 @@ namespace attnc {
   X(ModuleLoadData, (CUmodule*, const void*))                                                  \
   X(ModuleGetFunction, (CUfunction*, CUmodule, const char*))                                   \
   X(ModuleUnload, (CUmodule))                                                                  \
+  X(ModuleGetGlobal, (CUdeviceptr*, size_t*, CUmodule, const char*))                          \
+  X(FuncGetModule, (CUmodule*, CUfunction))                                                   \
   X(FuncSetAttribute, (CUfunction, CUfunction_attribute, int))                                 \
   X(FuncGetAttribute, (int*, CUfunction_attribute, CUfunction))                                \
   X(LaunchKernel, (CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,     \

@@ -3,6 +3,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "runtime/driver/chain_stamps.h"
 #include "runtime/driver/cuda_driver.h"
 
 namespace attnc {
@@ -34,6 +35,7 @@ void Kernel::launch_args(Dim3 grid, Dim3 block, int smem_bytes, CUstream stream,
   const CUresult r = api_->LaunchKernel(function_, grid.x, grid.y, grid.z, block.x, block.y, block.z,
                                         static_cast<unsigned>(smem_bytes), stream, args, nullptr);
   if (r != CUDA_SUCCESS) cu_check(r, ("cuLaunchKernel(" + entry_ + ")").c_str());
+  if (chain_stamps_requested()) report_chain_stamps(*api_, function_, entry_);
 }
 
 Module::Module(const std::vector<char>& cubin) {

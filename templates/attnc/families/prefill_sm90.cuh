@@ -52,6 +52,7 @@
 #include "attnc/families/prefill_sm90_int8.cuh"
 #include "attnc/families/prefill_sm90_paged.cuh"
 #include "attnc/families/prefill_sm90_paged_gather.cuh"
+#include "attnc/families/prefill_sm90_stamps.cuh"
 #include "attnc/params/params.h"
 #include "attnc/core/ptx.cuh"
 #include "attnc/core/work_order.cuh"
@@ -306,7 +307,9 @@ struct PrefillSm90 {
         }
     } else {
       warpgroup_reg_alloc<kConsumerRegs>();
-      for_each_item(p, [&](const Block& b, const Progress& pr) { compute(p, b, sm, wg - 1, pr); });
+      ChainStamps st;
+      for_each_item(p, [&](const Block& b, const Progress& pr) { compute(p, b, sm, wg - 1, pr, st); });
+      st.add();
     }
   }
 
@@ -620,10 +623,12 @@ struct PrefillSm90 {
   // the members stay in registers.
   struct Consumer {
     // int8: the transform's multiplier is folded into the q scales (PrefillInt8::FoldedScore).
-    using Score = typename conditional<Int8::kOn, typename Int8::FoldedScore, ScoreTransform<T::kSoftcap>>::type;
+    using Score = typename conditional<Int8::kOn || Int8::kFold16, typename Int8::FoldedScore,
+                                       ScoreTransform<T::kSoftcap>>::type;
     const Block& b;
     const Smem& sm;
     const Progress& pr;
+    ChainStamps& st;  // empty unless ATTNC_CHAIN_STAMPS
     const int cw, row0, col0, t1;  // row0 and row0 + 8: the thread's rows within the block
     const int tok[2];
     const Mask<T::kMask> mask;
@@ -639,8 +644,8 @@ struct PrefillSm90 {
     QFrags qf;
 
     __device__ __forceinline__ Consumer(const AttentionParams& p, const Block& b_, const Smem& sm_, int cw_,
-                                        const Progress& pr_)
-        : b(b_), sm(sm_), pr(pr_), cw(cw_), row0(cw_ * 64 + (threadIdx.x / 32) % 4 * 16 + threadIdx.x % 32 / 4),
+                                        const Progress& pr_, ChainStamps& st_)
+        : b(b_), sm(sm_), pr(pr_), st(st_), cw(cw_), row0(cw_ * 64 + (threadIdx.x / 32) % 4 * 16 + threadIdx.x % 32 / 4),
           col0(threadIdx.x % 4 * 2), t1(b_.m0 + b_.rows_here), tok{b_.m0 + row0, b_.m0 + row0 + 8},
           mask(b_.sq, b_.sk, p.window_left, p.window_right), score(p),
           alibi{AlibiBias<T::kAlibi>(p, b_.seq, b_.head), AlibiBias<T::kAlibi>(p, b_.seq, b_.head)},
@@ -705,8 +710,9 @@ struct PrefillSm90 {
       int8.scale(s, sm.key_scales(stage(0)), col0);
       release(&sm.bar->k_empty[stage(0)]);
       logits<NQ>(sq, tile);
-      int8.softmax_update(softmax, sq, rescale);  // 16-bit: softmax.update
+      int8.softmax_update(softmax, sq, rescale, typename OnlineSoftmax<2>::NoHook{});
       to_operand<NQ>(sq, ksteps<NQ>(pf));
+      st.begin();
     }
 
     // Tile i: Q K_i^T is issued before P_{i-1} V_{i-1}, so the softmax of tile i runs while the
@@ -716,7 +722,9 @@ struct PrefillSm90 {
       auto& sq = cols<NQ>(s);
       const int st = stage(i), prev = stage(i - 1);
       token_wait(cw);
+      this->st.mark(kPhaseToken);
       wait_full(&sm.bar->k_full[st], phase(i));
+      this->st.mark(kPhaseKFull);
       fence_operand(o);
       wgmma_fence();
       issue_qk<NQ>(sq, qf, sm, cw, st);
@@ -725,17 +733,26 @@ struct PrefillSm90 {
       issue_pv<NP>(o, ksteps<NP>(pf), sm, prev);
       wgmma_commit();
       token_pass(cw);
+      this->st.mark(kPhaseIssue);
       wgmma_wait<1>();
       fence_operand(sq);
+      this->st.mark(kPhaseQkWait);
       int8.scale(s, sm.key_scales(st), col0);
+      this->st.mark(kPhaseScale);
       release(&sm.bar->k_empty[st]);
       logits<NQ>(sq, tile);
-      int8.softmax_update(softmax, sq, rescale);  // 16-bit: softmax.update
+      this->st.mark(kPhaseLogits);
+      int8.softmax_update(softmax, sq, rescale, MaxDone{this->st});
+      this->st.mark(kPhaseExp);
       wgmma_wait<0>();
       fence_operand(o);
       release(&sm.bar->v_empty[prev]);
+      this->st.mark(kPhasePvWait);
       OnlineSoftmax<2>::rescale_o(o, rescale);
+      this->st.mark(kPhaseRescale);
       to_operand<NQ>(sq, ksteps<NQ>(pf));
+      this->st.mark(kPhasePack);
+      this->st.step_done();
     }
 
     // The last tile's P V.
@@ -767,8 +784,8 @@ struct PrefillSm90 {
   };
 
   __device__ static void compute(const AttentionParams& p, const Block& b, const Smem& sm, int cw,
-                                 const Progress& pr) {
-    Consumer c(p, b, sm, cw, pr);
+                                 const Progress& pr, ChainStamps& st) {
+    Consumer c(p, b, sm, cw, pr, st);
     if (kPingpong && cw == 0) named_barrier_arrive(kTokenBarrier, 2 * kWarpgroupThreads);  // the first turn
     mbar_wait(&sm.bar->q_full, pr.items & 1);
     if constexpr (kQInRegisters) {

@@ -10,7 +10,7 @@
 // (scale * log2 e, or softcap's scale / cap) is folded into the q scales at the start, so the
 // scores pay one multiplication less (FoldedScore is what is left of the transform); with neither
 // softcap nor ALiBi the q scale goes further, into the softmax's exponent FMA
-// (OnlineSoftmax::update_scaled), and a score costs one conversion and one multiplication (by its
+// (OnlineSoftmax::update_rows<true>), and a score costs one conversion and one multiplication (by its
 // key's scale) more than a 16-bit one. P·V stays 16-bit.
 //
 // int8_qkv: 8-bit wgmma takes only K-major operands and V is MN-major for P·V, so V is widened to
@@ -42,9 +42,18 @@ template <class T, int BN, int D, int STAGES>
 struct PrefillInt8 {
   static constexpr Int8Mode kMode = Int8ModeOf<T>::value;
   static constexpr bool kOn = kMode != Int8Mode::none;
-  // The q scale applied by the softmax (update_scaled) rather than to each score: only where
-  // nothing between the scores and the softmax needs the true logits.
-  static constexpr bool kRowScaleInSoftmax = kOn && !T::kSoftcap && T::kAlibi == Alibi::none;
+  // 16-bit kernels with neither softcap nor ALiBi: the score's scale * log2 e folded into the
+  // exponent FMA as int8's q scale is (one FMUL a score less on the consumer chain: -3 % at d128
+  // causal, docs/kernels-int8.md "The chain in cycles"). ATTNC_UNFOLD_SCALE16 restores the FMUL
+  // per score (for an A/B).
+#ifdef ATTNC_UNFOLD_SCALE16
+  static constexpr bool kFold16 = false;
+#else
+  static constexpr bool kFold16 = !kOn && !T::kSoftcap && T::kAlibi == Alibi::none;
+#endif
+  // The row scale (q scale, or kFold16's) applied by the softmax (update_rows<true>) rather than to
+  // each score: only where nothing between the scores and the softmax needs the true logits.
+  static constexpr bool kRowScaleInSoftmax = (kOn || kFold16) && !T::kSoftcap && T::kAlibi == Alibi::none;
   static constexpr bool kWidenV = kMode == Int8Mode::qkv;  // V widened by the producer, scaled in the epilogue
   // Columns of the Q and K tiles in 2-byte units: one per int8 pair.
   static constexpr int kQkCols = kOn ? (D + 1) / 2 : D;
@@ -74,7 +83,8 @@ struct PrefillInt8 {
     }
   };
 
-  float qs[2];  // q_scale of this thread's two rows times the transform's multiplier (0 past the request)
+  float qs[2];  // q_scale of this thread's two rows times the transform's multiplier (0 past the request);
+                // kFold16: scale * log2 e
 
   // S (as s32, in s's registers) = Q Kᵀ for the warpgroup's 64 rows at q_row0; issued, not waited.
   template <class QTile, class KTile>
@@ -196,11 +206,12 @@ struct PrefillInt8 {
     return make_float2(1.f, 1.f);
   }
 
-  // The online softmax's step over a tile of scores.
-  template <class Softmax, int NT>
-  __device__ void softmax_update(Softmax& softmax, float (&s)[NT][4], float (&rescale)[2]) const {
-    if constexpr (kRowScaleInSoftmax) softmax.update_scaled(s, rescale, qs);
-    else softmax.update(s, rescale);
+  // The online softmax's step over a tile of scores; between() after the row maxima (chain stamps).
+  template <class Softmax, int NT, class Between>
+  __device__ void softmax_update(Softmax& softmax, float (&s)[NT][4], float (&rescale)[2], Between between) const {
+    const float unscaled[2] = {1.f, 1.f};
+    if constexpr (kRowScaleInSoftmax) softmax.template update_rows<true>(s, rescale, qs, between);
+    else softmax.template update_rows<false>(s, rescale, unscaled, between);
   }
 
   // tok: this thread's two rows within the request.
@@ -212,10 +223,12 @@ struct PrefillInt8 {
         qs[r] = tok[r] < sq ? p.q_scale[(long long)(q_begin + tok[r]) * p.q_scale_row_stride +
                                         head * p.q_scale_head_stride] * mul
                             : 0.f;
-        // update_scaled needs a scale > 0 (a masked -inf times 0 is NaN); a row of zeros (q_scale 0)
+        // update_rows<true> needs a scale > 0 (a masked -inf times 0 is NaN); a row of zeros (q_scale 0)
         // has every score 0, which a tiny scale keeps.
         if constexpr (kRowScaleInSoftmax) qs[r] = fmaxf(qs[r], 1e-30f);
       }
+    } else if constexpr (kFold16) {
+      qs[0] = qs[1] = p.scale_log2;  // > 0 (softmax_scale is checked finite and > 0)
     }
   }
 

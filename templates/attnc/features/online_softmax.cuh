@@ -28,49 +28,76 @@ struct OnlineSoftmax {
     update_rows<false>(s, rescale, unscaled);
   }
 
-  // update() for logits given as t * row_scale[r] with t in s: the max is taken over t and scaled
-  // (row_scale > 0), and each exponent is one FMA, exp2(t * row_scale - max), so the scale costs no
-  // multiplication of its own (prefill_sm90's int8 q scales with neither softcap nor ALiBi).
+  // The max of row r's values (before row_scale), not yet quad-reduced; starts from `init`.
   template <int NT>
-  __device__ void update_scaled(float (&s)[NT][4], float (&rescale)[ROWS], const float (&row_scale)[ROWS]) {
-    update_rows<true>(s, rescale, row_scale);
+  __device__ static float thread_row_max(const float (&s)[NT][4], int r, float init) {
+    float m = init;
+#pragma unroll
+    for (int n = 0; n < NT; ++n) m = fmaxf(m, fmaxf(s[n][2 * r], s[n][2 * r + 1]));
+    return m;
   }
 
-  template <bool kScaled, int NT>
-  __device__ void update_rows(float (&s)[NT][4], float (&rescale)[ROWS], const float (&row_scale)[ROWS]) {
+  // update_rows<true> takes logits given as t * row_scale[r] with t in s: the max is taken over t
+  // and scaled (row_scale > 0), and each exponent is one FMA, exp2(t * row_scale - max), so the
+  // scale costs no multiplication of its own (prefill_sm90: int8's q scales, 16-bit's scale * log2 e,
+  // with neither softcap nor ALiBi).
+  // `between()` runs after both rows' max and rescale factors, before the exponentials (a hook for
+  // prefill_sm90's chain stamps). Rows in turn (max, exp of row 0, then row 1) unless the hook
+  // splits the phases (Between::kSplits: both rows' maxima first).
+  struct NoHook {
+    static constexpr bool kSplits = false;
+    __device__ void operator()() const {}
+  };
+  template <bool kScaled, int NT, class Between = NoHook>
+  __device__ void update_rows(float (&s)[NT][4], float (&rescale)[ROWS], const float (&row_scale)[ROWS],
+                              Between between = {}) {
     static_assert(ROWS == 2, "mma fragments carry two rows per thread");
+    float base[ROWS];
+    if constexpr (Between::kSplits) {
+      max_row<kScaled>(s, rescale, row_scale, base, 0);
+      max_row<kScaled>(s, rescale, row_scale, base, 1);
+      between();
+      exp_row<kScaled>(s, rescale, row_scale, base, 0);
+      exp_row<kScaled>(s, rescale, row_scale, base, 1);
+    } else {
 #pragma unroll
-    for (int r = 0; r < ROWS; ++r) {
-      float m;
-      if constexpr (kScaled) {
-        float t = neg_inf();
-#pragma unroll
-        for (int n = 0; n < NT; ++n) t = fmaxf(t, fmaxf(s[n][2 * r], s[n][2 * r + 1]));
-        m = fmaxf(row_max[r], quad_max(t) * row_scale[r]);
-      } else {
-        m = row_max[r];
-#pragma unroll
-        for (int n = 0; n < NT; ++n) m = fmaxf(m, fmaxf(s[n][2 * r], s[n][2 * r + 1]));
-        m = quad_max(m);
+      for (int r = 0; r < ROWS; ++r) {
+        max_row<kScaled>(s, rescale, row_scale, base, r);
+        exp_row<kScaled>(s, rescale, row_scale, base, r);
       }
-      // -inf rows subtract 0 instead, so exp2 sees -inf - 0 rather than -inf - -inf (NaN).
-      const float base = m == neg_inf() ? 0.f : m;
-      rescale[r] = fast_exp2(row_max[r] - base);
-      row_max[r] = m;
-      float sum = 0.f;
-#pragma unroll
-      for (int n = 0; n < NT; ++n) {
-        if constexpr (kScaled) {
-          s[n][2 * r] = fast_exp2(fmaf(s[n][2 * r], row_scale[r], -base));
-          s[n][2 * r + 1] = fast_exp2(fmaf(s[n][2 * r + 1], row_scale[r], -base));
-        } else {
-          s[n][2 * r] = fast_exp2(s[n][2 * r] - base);
-          s[n][2 * r + 1] = fast_exp2(s[n][2 * r + 1] - base);
-        }
-        sum += s[n][2 * r] + s[n][2 * r + 1];
-      }
-      row_sum[r] = row_sum[r] * rescale[r] + sum;
     }
+  }
+
+  // Row r's new running max, its rescale factor and the exponent base.
+  template <bool kScaled, int NT>
+  __device__ void max_row(const float (&s)[NT][4], float (&rescale)[ROWS], const float (&row_scale)[ROWS],
+                          float (&base)[ROWS], int r) {
+    float m;
+    if constexpr (kScaled) m = fmaxf(row_max[r], quad_max(thread_row_max(s, r, neg_inf())) * row_scale[r]);
+    else m = quad_max(thread_row_max(s, r, row_max[r]));
+    // -inf rows subtract 0 instead, so exp2 sees -inf - 0 rather than -inf - -inf (NaN).
+    base[r] = m == neg_inf() ? 0.f : m;
+    rescale[r] = fast_exp2(row_max[r] - base[r]);
+    row_max[r] = m;
+  }
+
+  // Row r's probabilities in place and its running sum.
+  template <bool kScaled, int NT>
+  __device__ void exp_row(float (&s)[NT][4], const float (&rescale)[ROWS], const float (&row_scale)[ROWS],
+                          const float (&base)[ROWS], int r) {
+    float sum = 0.f;
+#pragma unroll
+    for (int n = 0; n < NT; ++n) {
+      if constexpr (kScaled) {
+        s[n][2 * r] = fast_exp2(fmaf(s[n][2 * r], row_scale[r], -base[r]));
+        s[n][2 * r + 1] = fast_exp2(fmaf(s[n][2 * r + 1], row_scale[r], -base[r]));
+      } else {
+        s[n][2 * r] = fast_exp2(s[n][2 * r] - base[r]);
+        s[n][2 * r + 1] = fast_exp2(s[n][2 * r + 1] - base[r]);
+      }
+      sum += s[n][2 * r] + s[n][2 * r + 1];
+    }
+    row_sum[r] = row_sum[r] * rescale[r] + sum;
   }
 
   // Scales this thread's output accumulators (NT mma fragments: elements 0,1 on row 0, 2,3 on row 1)

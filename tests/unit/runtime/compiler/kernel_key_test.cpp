@@ -2,6 +2,9 @@
 // cannot change it (timeout, spec id, config text).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdlib>
+
 #include "runtime/compiler/nvrtc_compiler.h"
 #include "tests/unit/runtime/compiler/test_kernels.h"
 
@@ -60,6 +63,23 @@ TEST(KernelKey, IgnoresWhatDoesNotShapeTheCubin) {
   labels.family = "prefill_sm80";
   labels.launch.threads = 256;
   EXPECT_EQ(kernel_key(labels), key);
+}
+
+// ATTNC_NVRTC_DEFINES (diagnostic kernel variants): each word a -D option, and so a different key.
+TEST(KernelKey, EnvironmentDefinesAreOptionsAndChangeTheKey) {
+  const auto base = test::mma_kernel("sm_90a");
+  const auto key = kernel_key(base);
+  ASSERT_EQ(setenv("ATTNC_NVRTC_DEFINES", " ATTNC_CHAIN_STAMPS  LEVEL=2 ", 1), 0);
+  const auto opts = nvrtc_options(base, {});
+  const auto stamped = kernel_key(base);
+  ASSERT_EQ(setenv("ATTNC_NVRTC_DEFINES", "", 1), 0);
+  const auto empty = kernel_key(base);
+  unsetenv("ATTNC_NVRTC_DEFINES");
+  EXPECT_NE(std::find(opts.begin(), opts.end(), "-DATTNC_CHAIN_STAMPS"), opts.end());
+  EXPECT_NE(std::find(opts.begin(), opts.end(), "-DLEVEL=2"), opts.end());
+  EXPECT_NE(stamped, key);
+  EXPECT_EQ(empty, key);
+  EXPECT_EQ(kernel_key(base), key);
 }
 
 }  // namespace
