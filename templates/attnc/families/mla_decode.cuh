@@ -55,6 +55,13 @@ struct MlaDecode {
   static constexpr int kConsumers = 2 * kWarpgroupThreads;  // plus a producer warpgroup: 384 threads
   static constexpr int NH = BN / 2, DVH = DV / 2;  // each consumer's keys of S and columns of O
   static constexpr int kProducerRegs = 24, kConsumerRegs = 240;
+  // S's first kQRegSteps k16 steps take Q from registers (wgmma RS, loaded once per block): an
+  // m64n32k16 step reading both operands from shared memory needs 192 B/clk at the tensor rate
+  // against the 128 it gives, so each register step saves a third of a step's reads.
+  static constexpr int kQRegSteps = 8;
+  // The running max moves only when a tile's exceeds it by more than kMaxSlack (base 2): P stays
+  // below 2^kMaxSlack, and O (128 registers a thread) is rescaled only on tiles that move it.
+  static constexpr float kMaxSlack = 8.f;
   static_assert(D == 576 && DV == 512, "the DeepSeek latent cache: 512 + 64 columns, V the first 512");
   static_assert(!T::kSinks, "sinks are refused for mla_decode by the planner");
   static_assert(STAGES >= 2, "at least double buffering");
@@ -187,10 +194,27 @@ struct MlaDecode {
     int c, lane, row0, col0;  // consumer index; rows row0 and row0 + 8; columns col0, col0 + 1 of each n8
     int tok[2];
     u32 q_addr, p_addr;
+    u32 qf[kQRegSteps > 0 ? kQRegSteps : 1][4];  // Q's A fragments of S's first k16 steps (warp w: rows 16w .. 16w + 15)
     float o[DVH / 8][4];
     float row_max[2], row_sum[2];
     float score_mul, out_mul;  // scale_log2 (times the fp8 dequantisation and Q's 2^s); the output's factor
   };
+
+  // One k16 step of S_c, Q from registers (the first kQRegSteps) or shared memory.
+  __device__ __forceinline__ static void qk_step(float (&s)[NH / 8][4], const Consumer& t, u32 k_addr, int kk) {
+    const u64 k = KTile::desc_k_major(k_addr, NH * t.c, kk);
+    if (kk < kQRegSteps) wgmma_rs<M, NH, 0>(s, t.qf[kk < kQRegSteps ? kk : 0], k, kk > 0);
+    else wgmma_ss<M, NH, 0>(s, QTile::desc_k_major(t.q_addr, 0, kk), k, kk > 0);
+  }
+
+  // Q's fragments for qk_step, once Q is in shared memory (fp8: after its fp16 conversion).
+  __device__ static void load_q_frags(const Smem& sm, Consumer& t) {
+#pragma unroll
+    for (int kk = 0; kk < kQRegSteps; ++kk)
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+        t.qf[kk][j] = *reinterpret_cast<const u32*>(sm.q + QTile::offset(t.row0 + 8 * (j & 1), kk * 16 + 8 * (j / 2) + t.col0));
+  }
 
   // S_c = Q K[32c .. 32c + 32)^T of tile i, each 64-column block as soon as it has landed;
   // issued and committed, not waited. The request's last tile first has its V tail cleared by both
@@ -211,7 +235,7 @@ struct MlaDecode {
 #pragma unroll
       for (int kk = 0; kk < KSTEPS; ++kk) {
         if (kk % 4 == 0) mbar_wait(&sm.sh->full[st][kk / 4], parity);  // at once where the tail waited
-        wgmma_ss<M, NH, 0>(s, QTile::desc_k_major(t.q_addr, 0, kk), KTile::desc_k_major(k_addr, NH * t.c, kk), kk > 0);
+        qk_step(s, t, k_addr, kk);
       }
     }
     wgmma_commit();
@@ -245,11 +269,15 @@ struct MlaDecode {
     named_barrier_sync(kMaxBarrier, kConsumers);
 
     float rescale[2];
+    bool moved = false;
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
-      const float m = fmaxf(t.row_max[r], fmaxf(mx[r], sm.sh->row_max[t.c ^ 1][t.row0 + 8 * r]));
+      const float tile = fmaxf(mx[r], sm.sh->row_max[t.c ^ 1][t.row0 + 8 * r]);
+      const bool up = tile > t.row_max[r] + kMaxSlack;  // from -inf: any finite tile maximum
+      const float m = up ? tile : t.row_max[r];
       const float base = m == neg_inf() ? 0.f : m;  // a row with no keys yet: exp2(-inf - 0) = 0
-      rescale[r] = fast_exp2(t.row_max[r] - base);
+      rescale[r] = up ? fast_exp2(t.row_max[r] - base) : 1.f;
+      moved |= up;
       t.row_max[r] = m;
       float sum = 0.f;
 #pragma unroll
@@ -267,7 +295,7 @@ struct MlaDecode {
       *reinterpret_cast<u32*>(sm.p + PTile::offset(t.row0 + 8, col)) = pack2<M>(x[n][2], x[n][3]);
     }
     fence_proxy_async_shared();
-    OnlineSoftmax<2>::rescale_o(t.o, rescale);
+    if (__any_sync(0xffffffffu, moved)) OnlineSoftmax<2>::rescale_o(t.o, rescale);
     named_barrier_sync(kPBarrier, kConsumers);
   }
 
@@ -306,8 +334,7 @@ struct MlaDecode {
     fence_proxy_async_shared();
     named_barrier_sync(kConvertBarrier + t.c, kWarpgroupThreads);
 #pragma unroll
-    for (int kk = 0; kk < KSTEPS; ++kk)
-      wgmma_ss<M, NH, 0>(s, QTile::desc_k_major(t.q_addr, 0, kk), KTile::desc_k_major(k_addr, NH * t.c, kk), kk > 0);
+    for (int kk = 0; kk < KSTEPS; ++kk) qk_step(s, t, k_addr, kk);
     __syncwarp();
     release(sm, t, i);
   }
@@ -354,6 +381,7 @@ struct MlaDecode {
     named_barrier_sync(kPBarrier, kConsumers);
     if constexpr (kFp8 && !is_same<E, fp16_t>::value)
       t.score_mul *= QToF16<QTile, D>::pow2(sm.sh->q_exp[(threadIdx.x / 32) % 4]);
+    load_q_frags(sm, t);
 
     float s[NH / 8][4];
     const int n = b.n_tiles;
