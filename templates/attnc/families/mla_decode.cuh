@@ -55,10 +55,6 @@ struct MlaDecode {
   static constexpr int kConsumers = 2 * kWarpgroupThreads;  // plus a producer warpgroup: 384 threads
   static constexpr int NH = BN / 2, DVH = DV / 2;  // each consumer's keys of S and columns of O
   static constexpr int kProducerRegs = 24, kConsumerRegs = 240;
-  // S's first kQRegSteps k16 steps take Q from registers (wgmma RS, loaded once per block): an
-  // m64n32k16 step reading both operands from shared memory needs 192 B/clk at the tensor rate
-  // against the 128 it gives, so each register step saves a third of a step's reads.
-  static constexpr int kQRegSteps = 8;
   // The running max moves only when a tile's exceeds it by more than kMaxSlack (base 2): P stays
   // below 2^kMaxSlack, and O (128 registers a thread) is rescaled only on tiles that move it.
   static constexpr float kMaxSlack = 8.f;
@@ -68,6 +64,11 @@ struct MlaDecode {
   static_assert(kProducerRegs * kWarpgroupThreads + 2 * kConsumerRegs * kWarpgroupThreads <= 65536, "registers");
   static constexpr bool kFp8 = T::kKvCache != kCacheSame;
   using M = typename MmaElemOf<kFp8, E>::type;  // what the products read: fp16 over an fp8 cache
+  // S's first kQRegSteps k16 steps take Q from registers (wgmma RS, loaded once per block): an
+  // m64n32k16 step reading both operands from shared memory needs 192 B/clk at the tensor rate
+  // against the 128 it gives, so each register step saves a third of a step's reads. 16 steps
+  // (64 registers) fit the consumers' 240; an fp8 cache's conversion needs more of its own (8).
+  static constexpr int kQRegSteps = kFp8 ? 8 : 16;
   using Fp8Tile = MlaFp8Tile<BN, D>;
 
   using QTile = SwizzledTile<BM, D>;
@@ -162,21 +163,29 @@ struct MlaDecode {
   // ---- consumers ----------------------------------------------------------------------------
 
   // Q rows into the swizzled tile by ordinary 16-byte loads (rows are (token, head) pairs with
-  // any strides; q_pe may come apart); rows past the block's are zero.
+  // any strides; q_pe may come apart); rows past the block's are zero. All of a thread's loads are
+  // issued before the first store: one memory latency per block, not one per load (18 in a row).
   __device__ static void load_q(const AttentionParams& p, const Block& b, const Smem& sm) {
-    constexpr int kChunks = D / 8;
+    constexpr int kChunks = D / 8, kPerThread = BM * kChunks / kConsumers;
+    static_assert(BM * kChunks % kConsumers == 0, "Q's 16-byte chunks spread evenly over the consumers");
     const int dn = p.q_pe ? D - 64 : D;  // columns that come from q
-    for (int i = threadIdx.x; i < BM * kChunks; i += kConsumers) {
-      const int r = i / kChunks, col = (i % kChunks) * 8;
-      uint4 v = make_uint4(0, 0, 0, 0);
+    uint4 v[kPerThread];
+#pragma unroll
+    for (int j = 0; j < kPerThread; ++j) {
+      const int i = threadIdx.x + j * kConsumers, r = i / kChunks, col = (i % kChunks) * 8;
+      v[j] = make_uint4(0, 0, 0, 0);
       if (r < b.rows_here) {
         const long long tok = b.q_begin + token_of(r, b), head = head_of(r, b);
         const u16* src = col < dn ? static_cast<const u16*>(p.q) + tok * p.q_row_stride + head * p.q_head_stride + col
                                   : static_cast<const u16*>(p.q_pe) + tok * p.q_pe_row_stride +
                                         head * p.q_pe_head_stride + (col - dn);
-        v = *reinterpret_cast<const uint4*>(src);
+        v[j] = *reinterpret_cast<const uint4*>(src);
       }
-      *reinterpret_cast<uint4*>(sm.q + QTile::offset(r, col)) = v;
+    }
+#pragma unroll
+    for (int j = 0; j < kPerThread; ++j) {
+      const int i = threadIdx.x + j * kConsumers;
+      *reinterpret_cast<uint4*>(sm.q + QTile::offset(i / kChunks, (i % kChunks) * 8)) = v[j];
     }
   }
 
