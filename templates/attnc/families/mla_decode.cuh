@@ -11,8 +11,10 @@
 //                               STAGES-deep ring; a full mbarrier per block (S starts on the
 //                               first block landed) and an empty one per stage.
 //   consumer c = 0, 1           S_c = Q K^T for keys [32c, 32c + 32) of the tile (m64n32, 36 k16
-//                               steps over 576); the two halves' row maxima meet in shared memory
-//                               so both keep one running max; P (bf16) goes to shared memory, and
+//                               steps over 576, the first kQRegSteps with Q from registers); the
+//                               two halves' row maxima meet in shared memory so both keep one
+//                               running max (moved only by more than kMaxSlack, so O is rescaled
+//                               on few tiles); P (bf16) goes to shared memory, and
 //                               O_c += P V over V columns [256c, 256c + 256) (m64n256): each
 //                               warpgroup's O is 128 fp32 registers, the whole 64 x 512 output
 //                               split between the two.
