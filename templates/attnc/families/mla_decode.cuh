@@ -71,6 +71,7 @@ struct MlaDecode {
   // against the 128 it gives, so each register step saves a third of a step's reads. 16 steps
   // (64 registers) fit the consumers' 240; an fp8 cache's conversion needs more of its own (8).
   static constexpr int kQRegSteps = kFp8 ? 8 : 16;
+  static_assert(kQRegSteps > 0 && kQRegSteps <= KSTEPS, "register steps among S's 36");
   using Fp8Tile = MlaFp8Tile<BN, D>;
 
   using QTile = SwizzledTile<BM, D>;
@@ -205,7 +206,7 @@ struct MlaDecode {
     int c, lane, row0, col0;  // consumer index; rows row0 and row0 + 8; columns col0, col0 + 1 of each n8
     int tok[2];
     u32 q_addr, p_addr;
-    u32 qf[kQRegSteps > 0 ? kQRegSteps : 1][4];  // Q's A fragments of S's first k16 steps (warp w: rows 16w .. 16w + 15)
+    u32 qf[kQRegSteps][4];  // Q's A fragments of S's first k16 steps (warp w: rows 16w .. 16w + 15)
     float o[DVH / 8][4];
     float row_max[2], row_sum[2];
     float score_mul, out_mul;  // scale_log2 (times the fp8 dequantisation and Q's 2^s); the output's factor
