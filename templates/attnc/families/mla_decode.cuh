@@ -11,8 +11,10 @@
 //                               STAGES-deep ring; a full mbarrier per block (S starts on the
 //                               first block landed) and an empty one per stage.
 //   consumer c = 0, 1           S_c = Q K^T for keys [32c, 32c + 32) of the tile (m64n32, 36 k16
-//                               steps over 576); the two halves' row maxima meet in shared memory
-//                               so both keep one running max; P (bf16) goes to shared memory, and
+//                               steps over 576, the first kQRegSteps with Q from registers); the
+//                               two halves' row maxima meet in shared memory so both keep one
+//                               running max (moved only by more than kMaxSlack, so O is rescaled
+//                               on few tiles); P (bf16) goes to shared memory, and
 //                               O_c += P V over V columns [256c, 256c + 256) (m64n256): each
 //                               warpgroup's O is 128 fp32 registers, the whole 64 x 512 output
 //                               split between the two.
@@ -55,12 +57,21 @@ struct MlaDecode {
   static constexpr int kConsumers = 2 * kWarpgroupThreads;  // plus a producer warpgroup: 384 threads
   static constexpr int NH = BN / 2, DVH = DV / 2;  // each consumer's keys of S and columns of O
   static constexpr int kProducerRegs = 24, kConsumerRegs = 240;
+  // The running max moves only when a tile's exceeds it by more than kMaxSlack (base 2): P stays
+  // below 2^kMaxSlack, and O (128 registers a thread) is rescaled only on tiles that move it.
+  static constexpr float kMaxSlack = 8.f;
   static_assert(D == 576 && DV == 512, "the DeepSeek latent cache: 512 + 64 columns, V the first 512");
   static_assert(!T::kSinks, "sinks are refused for mla_decode by the planner");
   static_assert(STAGES >= 2, "at least double buffering");
   static_assert(kProducerRegs * kWarpgroupThreads + 2 * kConsumerRegs * kWarpgroupThreads <= 65536, "registers");
   static constexpr bool kFp8 = T::kKvCache != kCacheSame;
   using M = typename MmaElemOf<kFp8, E>::type;  // what the products read: fp16 over an fp8 cache
+  // S's first kQRegSteps k16 steps take Q from registers (wgmma RS, loaded once per block): an
+  // m64n32k16 step reading both operands from shared memory needs 192 B/clk at the tensor rate
+  // against the 128 it gives, so each register step saves a third of a step's reads. 16 steps
+  // (64 registers) fit the consumers' 240; an fp8 cache's conversion needs more of its own (8).
+  static constexpr int kQRegSteps = kFp8 ? 8 : 16;
+  static_assert(kQRegSteps > 0 && kQRegSteps <= KSTEPS, "register steps among S's 36");
   using Fp8Tile = MlaFp8Tile<BN, D>;
 
   using QTile = SwizzledTile<BM, D>;
@@ -155,21 +166,29 @@ struct MlaDecode {
   // ---- consumers ----------------------------------------------------------------------------
 
   // Q rows into the swizzled tile by ordinary 16-byte loads (rows are (token, head) pairs with
-  // any strides; q_pe may come apart); rows past the block's are zero.
+  // any strides; q_pe may come apart); rows past the block's are zero. All of a thread's loads are
+  // issued before the first store: one memory latency per block, not one per load (18 in a row).
   __device__ static void load_q(const AttentionParams& p, const Block& b, const Smem& sm) {
-    constexpr int kChunks = D / 8;
+    constexpr int kChunks = D / 8, kPerThread = BM * kChunks / kConsumers;
+    static_assert(BM * kChunks % kConsumers == 0, "Q's 16-byte chunks spread evenly over the consumers");
     const int dn = p.q_pe ? D - 64 : D;  // columns that come from q
-    for (int i = threadIdx.x; i < BM * kChunks; i += kConsumers) {
-      const int r = i / kChunks, col = (i % kChunks) * 8;
-      uint4 v = make_uint4(0, 0, 0, 0);
+    uint4 v[kPerThread];
+#pragma unroll
+    for (int j = 0; j < kPerThread; ++j) {
+      const int i = threadIdx.x + j * kConsumers, r = i / kChunks, col = (i % kChunks) * 8;
+      v[j] = make_uint4(0, 0, 0, 0);
       if (r < b.rows_here) {
         const long long tok = b.q_begin + token_of(r, b), head = head_of(r, b);
         const u16* src = col < dn ? static_cast<const u16*>(p.q) + tok * p.q_row_stride + head * p.q_head_stride + col
                                   : static_cast<const u16*>(p.q_pe) + tok * p.q_pe_row_stride +
                                         head * p.q_pe_head_stride + (col - dn);
-        v = *reinterpret_cast<const uint4*>(src);
+        v[j] = *reinterpret_cast<const uint4*>(src);
       }
-      *reinterpret_cast<uint4*>(sm.q + QTile::offset(r, col)) = v;
+    }
+#pragma unroll
+    for (int j = 0; j < kPerThread; ++j) {
+      const int i = threadIdx.x + j * kConsumers;
+      *reinterpret_cast<uint4*>(sm.q + QTile::offset(i / kChunks, (i % kChunks) * 8)) = v[j];
     }
   }
 
@@ -187,10 +206,27 @@ struct MlaDecode {
     int c, lane, row0, col0;  // consumer index; rows row0 and row0 + 8; columns col0, col0 + 1 of each n8
     int tok[2];
     u32 q_addr, p_addr;
+    u32 qf[kQRegSteps][4];  // Q's A fragments of S's first k16 steps (warp w: rows 16w .. 16w + 15)
     float o[DVH / 8][4];
     float row_max[2], row_sum[2];
     float score_mul, out_mul;  // scale_log2 (times the fp8 dequantisation and Q's 2^s); the output's factor
   };
+
+  // One k16 step of S_c, Q from registers (the first kQRegSteps) or shared memory.
+  __device__ __forceinline__ static void qk_step(float (&s)[NH / 8][4], const Consumer& t, u32 k_addr, int kk) {
+    const u64 k = KTile::desc_k_major(k_addr, NH * t.c, kk);
+    if (kk < kQRegSteps) wgmma_rs<M, NH, 0>(s, t.qf[kk < kQRegSteps ? kk : 0], k, kk > 0);
+    else wgmma_ss<M, NH, 0>(s, QTile::desc_k_major(t.q_addr, 0, kk), k, kk > 0);
+  }
+
+  // Q's fragments for qk_step, once Q is in shared memory (fp8: after its fp16 conversion).
+  __device__ static void load_q_frags(const Smem& sm, Consumer& t) {
+#pragma unroll
+    for (int kk = 0; kk < kQRegSteps; ++kk)
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+        t.qf[kk][j] = *reinterpret_cast<const u32*>(sm.q + QTile::offset(t.row0 + 8 * (j & 1), kk * 16 + 8 * (j / 2) + t.col0));
+  }
 
   // S_c = Q K[32c .. 32c + 32)^T of tile i, each 64-column block as soon as it has landed;
   // issued and committed, not waited. The request's last tile first has its V tail cleared by both
@@ -211,7 +247,7 @@ struct MlaDecode {
 #pragma unroll
       for (int kk = 0; kk < KSTEPS; ++kk) {
         if (kk % 4 == 0) mbar_wait(&sm.sh->full[st][kk / 4], parity);  // at once where the tail waited
-        wgmma_ss<M, NH, 0>(s, QTile::desc_k_major(t.q_addr, 0, kk), KTile::desc_k_major(k_addr, NH * t.c, kk), kk > 0);
+        qk_step(s, t, k_addr, kk);
       }
     }
     wgmma_commit();
@@ -245,11 +281,15 @@ struct MlaDecode {
     named_barrier_sync(kMaxBarrier, kConsumers);
 
     float rescale[2];
+    bool moved = false;
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
-      const float m = fmaxf(t.row_max[r], fmaxf(mx[r], sm.sh->row_max[t.c ^ 1][t.row0 + 8 * r]));
+      const float tile = fmaxf(mx[r], sm.sh->row_max[t.c ^ 1][t.row0 + 8 * r]);
+      const bool up = tile > t.row_max[r] + kMaxSlack;  // from -inf: any finite tile maximum
+      const float m = up ? tile : t.row_max[r];
       const float base = m == neg_inf() ? 0.f : m;  // a row with no keys yet: exp2(-inf - 0) = 0
-      rescale[r] = fast_exp2(t.row_max[r] - base);
+      rescale[r] = up ? fast_exp2(t.row_max[r] - base) : 1.f;
+      moved |= up;
       t.row_max[r] = m;
       float sum = 0.f;
 #pragma unroll
@@ -267,7 +307,7 @@ struct MlaDecode {
       *reinterpret_cast<u32*>(sm.p + PTile::offset(t.row0 + 8, col)) = pack2<M>(x[n][2], x[n][3]);
     }
     fence_proxy_async_shared();
-    OnlineSoftmax<2>::rescale_o(t.o, rescale);
+    if (__any_sync(0xffffffffu, moved)) OnlineSoftmax<2>::rescale_o(t.o, rescale);
     named_barrier_sync(kPBarrier, kConsumers);
   }
 
@@ -306,8 +346,7 @@ struct MlaDecode {
     fence_proxy_async_shared();
     named_barrier_sync(kConvertBarrier + t.c, kWarpgroupThreads);
 #pragma unroll
-    for (int kk = 0; kk < KSTEPS; ++kk)
-      wgmma_ss<M, NH, 0>(s, QTile::desc_k_major(t.q_addr, 0, kk), KTile::desc_k_major(k_addr, NH * t.c, kk), kk > 0);
+    for (int kk = 0; kk < KSTEPS; ++kk) qk_step(s, t, k_addr, kk);
     __syncwarp();
     release(sm, t, i);
   }
@@ -354,6 +393,7 @@ struct MlaDecode {
     named_barrier_sync(kPBarrier, kConsumers);
     if constexpr (kFp8 && !is_same<E, fp16_t>::value)
       t.score_mul *= QToF16<QTile, D>::pow2(sm.sh->q_exp[(threadIdx.x / 32) % 4]);
+    load_q_frags(sm, t);
 
     float s[NH / 8][4];
     const int n = b.n_tiles;
