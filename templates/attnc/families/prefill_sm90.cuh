@@ -701,6 +701,7 @@ struct PrefillSm90 {
     template <int NQ>
     __device__ __forceinline__ void first(int tile) {
       auto& sq = cols<NQ>(s);
+      Int8::preset(sq);  // ATTNC_INT8_ACC_PRESET only
       wait_full(&sm.bar->k_full[stage(0)], phase(0));
       wgmma_fence();
       issue_qk<NQ>(sq, qf, sm, cw, stage(0));
@@ -721,6 +722,7 @@ struct PrefillSm90 {
     __device__ __forceinline__ void step(int i, int tile) {
       auto& sq = cols<NQ>(s);
       const int st = stage(i), prev = stage(i - 1);
+      Int8::preset(sq);  // ATTNC_INT8_ACC_PRESET only: S is dead since the last step's pack
       token_wait(cw);
       this->st.mark(kPhaseToken);
       wait_full(&sm.bar->k_full[st], phase(i));
