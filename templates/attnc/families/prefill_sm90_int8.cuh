@@ -108,8 +108,8 @@ struct PrefillInt8 {
       for (int i = 0; i < NT; ++i)
 #pragma unroll
         for (int c = 0; c < 4; ++c) si[i][c] = kS32PresetBits;
-      // Each register written here, in this order with the caller's barriers (else the compiler
-      // sinks one constant to the wgmma and ptxas copies it 64 times after the token wait).
+      // Each register written here (without it NVVM sinks the one constant to the wgmma, and ptxas
+      // makes the 64 copies after the token wait, on the way to the IGMMA issue; checked in SASS).
       fence_operand(si);
     }
   }
