@@ -1,9 +1,7 @@
 #include "runtime/compiler/nvrtc_compiler.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <future>
-#include <sstream>
 #include <thread>
 
 #include "generator/emit/embedded_templates.h"
@@ -12,6 +10,7 @@
 #include "runtime/compiler/cubin_info.h"
 #include "runtime/compiler/nvrtc_invoke.h"
 #include "runtime/compiler/thread_pool.h"
+#include "runtime/driver/env_defines.h"
 
 namespace attnc {
 namespace {
@@ -28,14 +27,9 @@ std::string target_arch(const KernelSource& source, const CompileOptions& option
   return arch;
 }
 
-// Diagnostic and experimental kernel variants (the prefill chain stamps, docs/kernels-int8.md):
-// ATTNC_NVRTC_DEFINES="NAME[=VALUE] ..." adds -DNAME[=VALUE] per word. The options are part of the
-// kernel key, so the cache keeps such kernels apart from the default ones.
+// Diagnostic and experimental kernel variants (runtime/driver/env_defines.h): -DNAME[=VALUE] per word.
 void add_env_defines(std::vector<std::string>& opts) {
-  const char* env = std::getenv("ATTNC_NVRTC_DEFINES");
-  if (env == nullptr) return;
-  std::istringstream words(env);
-  for (std::string w; words >> w;) opts.push_back("-D" + w);
+  for (const std::string& w : env_defines()) opts.push_back("-D" + w);
 }
 
 // Shared tail of both option lists: everything but the architecture and ptxas flags.

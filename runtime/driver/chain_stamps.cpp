@@ -1,17 +1,14 @@
 #include "runtime/driver/chain_stamps.h"
 
 #include <cstdio>
-#include <cstdlib>
-#include <sstream>
+
+#include "runtime/driver/env_defines.h"
 
 namespace attnc {
 
 bool chain_stamps_requested() {
   static const bool on = [] {
-    const char* env = std::getenv("ATTNC_NVRTC_DEFINES");
-    if (env == nullptr) return false;
-    std::istringstream words(env);
-    for (std::string w; words >> w;)
+    for (const std::string& w : env_defines())
       if (w == "ATTNC_CHAIN_STAMPS" || w.rfind("ATTNC_CHAIN_STAMPS=", 0) == 0) return true;
     return false;
   }();

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <stdexcept>
+#include <string>
 
 #include "runtime/compiler/nvrtc_compiler.h"
 #include "tests/unit/runtime/compiler/test_kernels.h"
@@ -80,6 +82,24 @@ TEST(KernelKey, EnvironmentDefinesAreOptionsAndChangeTheKey) {
   EXPECT_NE(stamped, key);
   EXPECT_EQ(empty, key);
   EXPECT_EQ(kernel_key(base), key);
+}
+
+// A word that is not NAME or NAME=VALUE (NAME a C identifier) is refused by name, not passed to NVRTC.
+TEST(KernelKey, EnvironmentDefinesRejectWhatIsNotAMacroDefinition) {
+  const auto base = test::mma_kernel("sm_90a");
+  for (const char* bad : {"1BAD", "-DFOO", "=2", "A-B=1"}) {
+    ASSERT_EQ(setenv("ATTNC_NVRTC_DEFINES", (std::string("OK ") + bad).c_str(), 1), 0);
+    try {
+      (void)kernel_key(base);
+      ADD_FAILURE() << bad << " accepted";
+    } catch (const std::invalid_argument& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find(std::string("ATTNC_NVRTC_DEFINES: '") + bad + "'"), std::string::npos) << what;
+      EXPECT_NE(what.find("NAME or NAME=VALUE"), std::string::npos) << what;
+    }
+  }
+  unsetenv("ATTNC_NVRTC_DEFINES");
+  EXPECT_NO_THROW((void)kernel_key(base));
 }
 
 }  // namespace
