@@ -6,8 +6,6 @@
 // requests too), split-KV off, forced and heuristic, q_pe given apart, every page-table form, page
 // sizes 64 and 128; fp8 e4m3 / e5m2 latent caches with a per-tensor scale, a [batch, 1] descale
 // or both (the reference reads the dequantised cache). The ptxas report of every kernel is printed and must show no local memory.
-// The narrow kernels are also built with ATTNC_MLA_NARROW_BATCHED_Q (the opt-in batched Q load,
-// docs/kernels-mla-decode.md) and run the narrow cases and the bench row as well.
 // With ATTNC_MLA_BENCH=1 it also times the bench shapes (docs/kernels-mla-decode.md). Skips
 // without an sm_90a device (the compile-only test runs anywhere).
 #include <gtest/gtest.h>
@@ -34,10 +32,6 @@ namespace attnc {
 namespace {
 
 const char* kArch = "sm_90a";
-// The opt-in batched Q load of the narrow layout (mla_decode_narrow.cuh); its kernels are kept under
-// their entry plus kBatchedQSuffix.
-const char* kBatchedQDefine = "-DATTNC_MLA_NARROW_BATCHED_Q";
-const char* kBatchedQSuffix = "+batched_q";
 
 // The shipped spec with `heads` query heads (128 is DeepSeek-V3 on one rank; TP8 gives 16).
 Spec deepseek(int heads, DType dtype = DType::bf16, KvDType cache = KvDType::same) {
@@ -87,21 +81,13 @@ class MlaDecode : public ::testing::Test {
     plans.push_back(plan_for(16, DType::bf16, KvDType::fp8_e4m3, 16, 8));
     plans.push_back(plan_for(8, DType::fp16, KvDType::fp8_e5m2, 16, 8));
     for (const KernelPlan& p : plans) sources.push_back(emit_kernel(p));
-    const size_t defaults = plans.size();
-    for (size_t i = 0; i < defaults; ++i)
-      if (plans[i].config.block_m == kMlaNarrowRows) {
-        plans.push_back(plans[i]);
-        sources.push_back(sources[i]);
-        sources.back().options.push_back(kBatchedQDefine);
-      }
     CompileOptions options{kArch};
     options.timeout = std::chrono::minutes(5);
     const std::vector<CompileResult> results = compile_many(sources, options, 0);
     for (size_t i = 0; i < results.size(); ++i) {
       ASSERT_TRUE(results[i].ok()) << sources[i].entry << ": " << results[i].error;
       const CompiledKernel& k = *results[i].kernel;
-      keys_.push_back(k.entry + (i < defaults ? "" : kBatchedQSuffix));
-      std::printf("KERNEL %s regs=%d spill_stores=%d spill_loads=%d stack=%d compile=%.1f s\n", keys_[i].c_str(),
+      std::printf("KERNEL %s regs=%d spill_stores=%d spill_loads=%d stack=%d compile=%.1f s\n", k.entry.c_str(),
                   k.report.registers, k.report.spill_stores, k.report.spill_loads, k.report.stack_bytes,
                   k.compile_ms / 1e3);
       compiled_.push_back({plans[i], k});
@@ -112,7 +98,7 @@ class MlaDecode : public ::testing::Test {
     device_->make_current();
     for (size_t i = 0; i < compiled_.size(); ++i) {
       const auto& [plan, k] = compiled_[i];
-      Loaded& l = loaded_[keys_[i]];
+      Loaded& l = loaded_[k.entry];
       l.plan = plan;
       l.module.emplace(k.cubin);
       l.kernel.emplace(l.module->kernel(k.entry, plan.smem_bytes));
@@ -124,11 +110,9 @@ class MlaDecode : public ::testing::Test {
     device_.reset();
   }
 
-  // batched_q: the narrow kernel built with the batched Q load.
   static const Loaded* kernel(int heads, DType dtype = DType::bf16, KvDType cache = KvDType::same, int block_m = 0,
-                              int warps = 0, bool batched_q = false) {
-    const auto it = loaded_.find(emit_kernel(plan_for(heads, dtype, cache, block_m, warps)).entry +
-                                 (batched_q ? kBatchedQSuffix : ""));
+                              int warps = 0) {
+    const auto it = loaded_.find(emit_kernel(plan_for(heads, dtype, cache, block_m, warps)).entry);
     return it == loaded_.end() ? nullptr : &it->second;
   }
 
@@ -146,20 +130,17 @@ class MlaDecode : public ::testing::Test {
   }
 
   static bool runnable() { return device_ && device_->arch() == kArch; }
-  static void check_fp8_cases(bool batched_q);
 
   static std::vector<std::pair<KernelPlan, CompiledKernel>> compiled_;
-  static std::vector<std::string> keys_;  // compiled_[i]'s key in loaded_
   static std::unique_ptr<Device> device_;
   static std::map<std::string, Loaded> loaded_;
 };
 std::vector<std::pair<KernelPlan, CompiledKernel>> MlaDecode::compiled_;
-std::vector<std::string> MlaDecode::keys_;
 std::unique_ptr<Device> MlaDecode::device_;
 std::map<std::string, Loaded> MlaDecode::loaded_;
 
 TEST_F(MlaDecode, CompilesWithoutLocalMemory) {
-  ASSERT_EQ(compiled_.size(), 18u);  // 13, and the 5 narrow ones again with the batched Q load
+  ASSERT_EQ(compiled_.size(), 13u);
   for (const auto& [plan, k] : compiled_) {
     EXPECT_EQ(k.report.spill_stores, 0) << k.entry;
     EXPECT_EQ(k.report.spill_loads, 0) << k.entry;
@@ -213,8 +194,8 @@ TEST_F(MlaDecode, Fp16AndLongContext) {
 
 // fp8 latent caches: e4m3 under bf16 queries (H = 16 and 128), e5m2 under fp16 (H = 64); every
 // scale kind, one and two tokens, split off / forced / heuristic, q_pe apart, a NaN-poisoned tail.
-// batched_q: only the narrow cases, on the kernels built with the batched Q load.
-void MlaDecode::check_fp8_cases(bool batched_q) {
+TEST_F(MlaDecode, Fp8LatentCache) {
+  if (!runnable()) GTEST_SKIP() << "needs an sm_90a device";
   struct Case {
     int heads;
     DType dtype;
@@ -255,27 +236,12 @@ void MlaDecode::check_fp8_cases(bool batched_q) {
     ++turn;
     const Loaded* l = kernel(k.heads, k.dtype, k.cache, k.block_m, k.warps);
     ASSERT_NE(l, nullptr);
-    if (batched_q && l->plan.config.block_m != kMlaNarrowRows) continue;
-    if (batched_q) l = kernel(k.heads, k.dtype, k.cache, k.block_m, k.warps, true);
-    ASSERT_NE(l, nullptr);
     check(*l, c,
           std::string("fp8_") + to_string(k.cache) + "_" + to_string(k.dtype) + "_H" + std::to_string(k.heads) + "_m" +
               std::to_string(l->plan.config.block_m) + "w" + std::to_string(l->plan.config.warps) + "_q" +
               std::to_string(k.tokens) + "_s" + std::to_string(k.splits) + "_" + to_string(k.scales) +
-              (c.q_pe_apart ? "_qpe" : "") + (batched_q ? "_bq" : ""));
+              (c.q_pe_apart ? "_qpe" : ""));
   }
-}
-
-TEST_F(MlaDecode, Fp8LatentCache) {
-  if (!runnable()) GTEST_SKIP() << "needs an sm_90a device";
-  check_fp8_cases(false);
-}
-
-// The narrow cases of Fp8LatentCache on the batched Q load (ATTNC_MLA_NARROW_BATCHED_Q): H = 8 and
-// 16, one and two tokens, two row blocks at H = 32, one and two consumers, q_pe apart.
-TEST_F(MlaDecode, NarrowBatchedQ) {
-  if (!runnable()) GTEST_SKIP() << "needs an sm_90a device";
-  check_fp8_cases(true);
 }
 
 // A small case for compute-sanitizer (tools/gpu-check style): MTP, a split, a tail, an empty request.
@@ -293,9 +259,6 @@ TEST_F(MlaDecode, SmallForMemcheck) {
     check(*kernel(heads, DType::bf16, KvDType::fp8_e4m3), c, "memcheck_fp8_H" + std::to_string(heads));
   check(*kernel(32, DType::fp16, KvDType::fp8_e5m2, 16), c, "memcheck_fp8_e5m2_H32_m16");
   check(*kernel(16, DType::bf16, KvDType::fp8_e4m3, 16, 8), c, "memcheck_fp8_H16_m16w8");
-  check(*kernel(16, DType::bf16, KvDType::fp8_e4m3, 0, 0, true), c, "memcheck_fp8_H16_bq");
-  check(*kernel(32, DType::fp16, KvDType::fp8_e5m2, 16, 0, true), c, "memcheck_fp8_e5m2_H32_m16_bq");
-  check(*kernel(16, DType::bf16, KvDType::fp8_e4m3, 16, 8, true), c, "memcheck_fp8_H16_m16w8_bq");
 }
 
 // Timings of the two bench shapes (no reference check); ATTNC_MLA_BENCH=1.
@@ -305,15 +268,11 @@ TEST_F(MlaDecode, Bench) {
     int batch, length, heads;
     KvDType cache;
     int block_m = 0, warps = 0;  // 0: the default config's
-    bool batched_q = false;
   };
-  // The fp8 H = 16 default row twice around its batched-Q build: the A/B of one call.
-  const Shape fp8_h16{64, 8192, 16, KvDType::fp8_e4m3}, fp8_h16_bq{64, 8192, 16, KvDType::fp8_e4m3, 0, 0, true};
   for (const Shape s : {Shape{128, 4096, 128, KvDType::same}, Shape{64, 8192, 16, KvDType::same},
-                        Shape{128, 4096, 128, KvDType::fp8_e4m3}, fp8_h16, fp8_h16_bq, fp8_h16, fp8_h16_bq,
-                        Shape{64, 8192, 16, KvDType::fp8_e4m3, 64}, Shape{64, 8192, 16, KvDType::fp8_e4m3, 16, 8},
-                        Shape{64, 8192, 16, KvDType::fp8_e4m3, 16, 8, true}}) {
-    const Loaded* k = kernel(s.heads, DType::bf16, s.cache, s.block_m, s.warps, s.batched_q);
+                        Shape{128, 4096, 128, KvDType::fp8_e4m3}, Shape{64, 8192, 16, KvDType::fp8_e4m3},
+                        Shape{64, 8192, 16, KvDType::fp8_e4m3, 64}, Shape{64, 8192, 16, KvDType::fp8_e4m3, 16, 8}}) {
+    const Loaded* k = kernel(s.heads, DType::bf16, s.cache, s.block_m, s.warps);
     AttentionCase c;
     c.seqlens_k = std::vector<int>(s.batch, s.length);
     c.page_size = 64;
@@ -326,9 +285,9 @@ TEST_F(MlaDecode, Bench) {
     const AttentionReport rep = check_attention(k->plan, *k->kernel, &*k->combine, c);
     const bool fp8 = s.cache != KvDType::same;
     const double bytes = double(s.batch) * s.length * 576 * (fp8 ? 1 : 2);
-    std::printf("BENCH mla_decode %s B=%d L=%d H=%d %s%s splits=%d time=%.3f ms %.1f TFLOP/s %.2f TB/s\n",
+    std::printf("BENCH mla_decode %s B=%d L=%d H=%d %s splits=%d time=%.3f ms %.1f TFLOP/s %.2f TB/s\n",
                 fp8 ? "fp8e4m3" : "bf16", s.batch, s.length, s.heads, k->plan.config.short_name().c_str(),
-                s.batched_q ? " batched_q" : "", rep.num_splits,
+                rep.num_splits,
                 rep.time_ms, rep.tflops,
                 bytes / (rep.time_ms * 1e-3) / 1e12);
   }

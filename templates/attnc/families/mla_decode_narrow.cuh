@@ -80,12 +80,6 @@ struct MlaDecodeNarrow {
   static constexpr int kTileBytes = QTile::kBytes + NC * (VTile::kBytes + PTile::kBytes) + STAGES * Fp8Tile::kBytes;
   static constexpr int kSmemBytes = 1024 + kTileBytes + int(sizeof(Shared));
 
-#ifdef ATTNC_MLA_NARROW_BATCHED_Q
-  static constexpr bool kBatchedQ = true;  // load_q_chunks; opt-in (ATTNC_NVRTC_DEFINES) until the GPU times it
-#else
-  static constexpr bool kBatchedQ = false;
-#endif
-
   // Named barriers (0 is __syncthreads): consumer c's warpgroup (kOwnBarrier + c); both consumers.
   static constexpr int kOwnBarrier = 1, kBothBarrier = 3;
 
@@ -152,13 +146,8 @@ struct MlaDecodeNarrow {
 
   // ---- consumers ----------------------------------------------------------------------------
 
-  // The physical Q column that logical column `col` (even) of the permuted tile holds, with col + 1.
-  __device__ static int physical_col(int col) {
-    const int g = col / 64, j = (col % 64) / 16, e = col % 16;
-    return 64 * g + 16 * ((e % 8) / 2) + 4 * j + 2 * (e / 8) + e % 2;
-  }
-
-  // The logical column of the permuted tile that holds physical Q column `col`: physical_col's inverse.
+  // The logical column of the permuted tile that holds physical Q column `col`: physical 64 g + 16 q +
+  // 4 j + 2 k + e is logical 64 g + 16 j + 8 k + 2 q + e (e = col % 2), the order the S^T steps read.
   __device__ static int logical_col(int col) {
     const int g = col / 64, q = (col % 64) / 16, j = (col % 16) / 4, k = (col % 4) / 2;
     return 64 * g + 16 * j + 8 * k + 2 * q + col % 2;
@@ -193,30 +182,12 @@ struct MlaDecodeNarrow {
     }
   }
 
-  // Q rows into the permuted tile, a pair of columns at a time (kBatchedQ: load_q_chunks), by the
-  // consumers; rows past the block's are zero. bf16 queries then become fp16 scaled by 2^-s (one s
-  // for the block, from the largest |q|); returns the factor 2^s the scores take back (1 for fp16).
+  // Q rows into the permuted tile (load_q_chunks), by the consumers; rows past the block's are zero.
+  // bf16 queries then become fp16 scaled by 2^-s (one s for the block, from the largest |q|); returns
+  // the factor 2^s the scores take back (1 for fp16).
   __device__ static float load_q(const AttentionParams& p, const Block& b, const Smem& sm) {
-    constexpr int kPairs = D / 2;
     const int tid = threadIdx.x;
-    const int dn = p.q_pe ? D - 64 : D;  // columns that come from q
-    if constexpr (kBatchedQ) {
-      load_q_chunks(p, b, sm, dn);
-    } else {
-      for (int i = tid; i < BM * kPairs; i += kConsumers) {
-        const int r = i / kPairs, col = 2 * (i % kPairs), src_col = physical_col(col);
-        u32 v = 0;
-        if (r < b.rows_here) {
-          const long long tok = b.q_begin + token_of(r, b), head = head_of(r, b);
-          const u16* src = src_col < dn
-                               ? static_cast<const u16*>(p.q) + tok * p.q_row_stride + head * p.q_head_stride + src_col
-                               : static_cast<const u16*>(p.q_pe) + tok * p.q_pe_row_stride + head * p.q_pe_head_stride +
-                                     (src_col - dn);
-          v = *reinterpret_cast<const u32*>(src);
-        }
-        *reinterpret_cast<u32*>(sm.q + QTile::offset(r, col)) = v;
-      }
-    }
+    load_q_chunks(p, b, sm, p.q_pe ? D - 64 : D);  // D - 64 columns from q when q_pe comes apart
     if constexpr (is_same<E, fp16_t>::value) {
       return 1.f;
     } else {
