@@ -31,18 +31,19 @@ int resident_blocks_per_sm(const KernelPlan& plan) {
 
 namespace {
 
-// What the memory serves when the busy SMs ask for `asked` bytes/s in all.
-double served(double asked, const DecodeModel& m) {
+// The fraction of their asks the memory serves when the busy SMs ask for `asked` bytes/s in all:
+// asked / (1 + (asked / bandwidth)^4)^(1/4) served, shared in proportion.
+double served_share(double asked, const DecodeModel& m) {
   const double x = asked / m.bandwidth, x2 = x * x;
-  return asked / std::sqrt(std::sqrt(1.0 + x2 * x2));
+  return 1.0 / std::sqrt(std::sqrt(1.0 + x2 * x2));
 }
 
 // Seconds for `blocks` blocks of `bytes` each on `sms` SMs: they spread evenly (the first
 // blocks % sms SMs take one more), each SM runs its blocks in rounds of at most `slots`, and a busy
 // SM with r blocks running asks for block_rate * (1 + (r - 1) * extra_block_gain); the memory serves
-// all asks in proportion (served()). The rounds every SM runs full are alike and summed in one step
-// (the split search asks for up to 128 counts on the dispatcher's path); what is left is at most a
-// full and a partial round per group of SMs, stepped from one round's end to the next.
+// all asks in proportion (served_share()). The rounds every SM runs full are alike and summed in one
+// step (the split search asks for up to 128 counts on the dispatcher's path); what is left is at
+// most a full and a partial round per group of SMs, stepped from one round's end to the next.
 double rounds_seconds(long long blocks, double bytes, long long sms, long long slots, double block_rate,
                       const DecodeModel& m) {
   auto ask = [&](long long running) { return block_rate * (1.0 + double(running - 1) * m.extra_block_gain); };
@@ -56,18 +57,19 @@ double rounds_seconds(long long blocks, double bytes, long long sms, long long s
   double seconds = 0;
   if (full > 0) {
     const double asked = double(sms) * ask(slots);
-    seconds = double(full) * bytes / (served(asked, m) / asked * ask(slots) / double(slots));
+    seconds = double(full) * bytes * double(slots) / (served_share(asked, m) * ask(slots));
     for (Group& g : groups) g.done = full * slots;
   }
   for (;;) {
-    double asked = 0, step = 1e30, rate[2] = {0, 0};
+    double asked = 0, rate[2] = {0, 0};
     long long running[2] = {0, 0};
     for (int i = 0; i < 2; ++i) {
       running[i] = groups[i].sms > 0 ? std::min(slots, groups[i].blocks - groups[i].done) : 0;
       if (running[i] > 0) asked += double(groups[i].sms) * ask(running[i]);
     }
     if (asked == 0) return seconds;
-    const double share = served(asked, m) / asked;
+    const double share = served_share(asked, m);
+    double step = 1e30;
     for (int i = 0; i < 2; ++i)
       if (running[i] > 0) {
         rate[i] = share * ask(running[i]) / double(running[i]);
