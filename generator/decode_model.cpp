@@ -31,8 +31,63 @@ int resident_blocks_per_sm(const KernelPlan& plan) {
 
 namespace {
 
-// The model with the SM's resident blocks already counted (the split search asks for up to 128
-// counts per call, on the dispatcher's path: the waves are summed in closed form, not looped).
+// The fraction of their asks the memory serves when the busy SMs ask for `asked` bytes/s in all:
+// asked / (1 + (asked / bandwidth)^4)^(1/4) served, shared in proportion.
+double served_share(double asked, const DecodeModel& m) {
+  const double x = asked / m.bandwidth, x2 = x * x;
+  return 1.0 / std::sqrt(std::sqrt(1.0 + x2 * x2));
+}
+
+// Seconds for `blocks` blocks of `bytes` each on `sms` SMs: they spread evenly (the first
+// blocks % sms SMs take one more), each SM runs its blocks in rounds of at most `slots`, and a busy
+// SM with r blocks running asks for block_rate * (1 + (r - 1) * extra_block_gain); the memory serves
+// all asks in proportion (served_share()). The rounds every SM runs full are alike and summed in one
+// step (the split search asks for up to 128 counts on the dispatcher's path); what is left is at
+// most a full and a partial round per group of SMs, stepped from one round's end to the next.
+double rounds_seconds(long long blocks, double bytes, long long sms, long long slots, double block_rate,
+                      const DecodeModel& m) {
+  auto ask = [&](long long running) { return block_rate * (1.0 + double(running - 1) * m.extra_block_gain); };
+  struct Group {
+    long long sms, blocks, done = 0;  // SMs alike, their blocks each, blocks each has finished
+    double left;                      // bytes left of each running block
+  };
+  const long long each = blocks / sms, more = blocks % sms;
+  Group groups[2] = {{more, each + 1, 0, bytes}, {sms - more, each, 0, bytes}};
+  const long long full = each / slots;  // rounds every SM runs with all its slots busy
+  double seconds = 0;
+  if (full > 0) {
+    const double asked = double(sms) * ask(slots);
+    seconds = double(full) * bytes * double(slots) / (served_share(asked, m) * ask(slots));
+    for (Group& g : groups) g.done = full * slots;
+  }
+  for (;;) {
+    double asked = 0, rate[2] = {0, 0};
+    long long running[2] = {0, 0};
+    for (int i = 0; i < 2; ++i) {
+      running[i] = groups[i].sms > 0 ? std::min(slots, groups[i].blocks - groups[i].done) : 0;
+      if (running[i] > 0) asked += double(groups[i].sms) * ask(running[i]);
+    }
+    if (asked == 0) return seconds;
+    const double share = served_share(asked, m);
+    double step = 1e30;
+    for (int i = 0; i < 2; ++i)
+      if (running[i] > 0) {
+        rate[i] = share * ask(running[i]) / double(running[i]);
+        step = std::min(step, groups[i].left / rate[i]);
+      }
+    seconds += step;
+    for (int i = 0; i < 2; ++i)
+      if (running[i] > 0) {
+        groups[i].left -= rate[i] * step;
+        if (groups[i].left <= bytes * 1e-9) {
+          groups[i].done += running[i];
+          groups[i].left = bytes;
+        }
+      }
+  }
+}
+
+// The model with the SM's resident blocks already counted (`slots`, as rounds_seconds takes them).
 double predict_with_slots(const KernelPlan& plan, const SplitShape& call, int num_splits, long long slots,
                           const DecodeModel& m) {
   const Config& c = plan.config;
@@ -48,48 +103,47 @@ double predict_with_slots(const KernelPlan& plan, const SplitShape& call, int nu
   const long long blocks = std::max(1LL, (long long)std::ceil(requests * plan.kv_heads() * row_blocks(plan, call.max_seqlen_q)));
   const long long tiles = ceil_div(call.max_seqlen_k, c.block_n);
   const long long tiles_per_block = ceil_div(tiles, num_splits);
-  const double block_bytes = double(tiles_per_block) * c.block_n * key_bytes;
+  // Each warp reads its own run of the block's tiles (counts differ by one): the block ends with
+  // the longest (B1 L8192: 14 splits, 37 tiles over 4 warps, 5 % slower than 12 or 16).
+  const long long warps = std::max(1, c.warps);
+  const double block_bytes = double(ceil_div(tiles_per_block, warps) * warps) * c.block_n * key_bytes;
   // A block keeps (stages - 1) tiles of each busy warp in flight.
-  const double in_flight = double(std::min<long long>(c.warps, tiles_per_block)) * (c.stages - 1) * c.block_n * key_bytes;
-  const double block_rate = in_flight / m.latency;
-  // Waves of `slots` blocks, the last one partly full: each wave takes a block's bytes at the
-  // per-block rate, bounded by the device bandwidth shared among the wave's blocks.
-  // And the SM holding the most of the wave's blocks reads them at most at its share's headroom.
-  const double sm_rate = m.sm_share_headroom * m.bandwidth / std::max(1, call.num_sms);
-  auto wave_seconds = [&](long long active) {
-    const long long per_sm = (active + call.num_sms - 1) / std::max(1, call.num_sms);
-    return std::max(block_bytes / std::min(m.bandwidth / double(active), block_rate), per_sm * block_bytes / sm_rate);
-  };
-  const long long total = blocks * num_splits;
-  double seconds = double(total / slots) * wave_seconds(slots);
-  if (total % slots) seconds += wave_seconds(total % slots);
-  if (num_splits > 1) {  // partials written and read back, the output written
-    const double rows = double(call.batch) * std::max(1, call.max_seqlen_q) * plan.spec.num_q_heads;
-    seconds += m.combine_launch + rows * plan.head_dim_v * (8.0 * num_splits + 2.0) / m.bandwidth;
+  const double in_flight = double(std::min(warps, tiles_per_block)) * (c.stages - 1) * c.block_n * key_bytes;
+  const double block_rate = in_flight / (m.latency + in_flight / m.block_peak);
+  const long long sms = std::max(1, call.num_sms), total = blocks * num_splits;
+  double seconds = m.call_overhead + rounds_seconds(total, block_bytes, sms, slots, block_rate, m) +
+                   double(ceil_div(total, sms)) * m.block_start;  // the busiest SM's blocks each start
+  if (num_splits > 1) {  // partials written and read back (a part past its request's keys is skipped), the output written
+    const double rows_each = double(std::max(1, call.max_seqlen_q)) * plan.spec.num_q_heads;
+    const double parts = requests * num_splits + (call.batch - requests);
+    seconds += m.combine_launch + rows_each * plan.head_dim_v * (8.0 * parts + 2.0 * call.batch) / m.bandwidth;
   }
   return seconds;
 }
 
-long long slots_of(const KernelPlan& plan, const SplitShape& call) {
-  return std::max(1LL, (long long)call.num_sms * resident_blocks_per_sm(plan));
+long long slots_of(const KernelPlan& plan, const DecodeModel& m) {
+  return std::max(1, std::min(resident_blocks_per_sm(plan), m.blocks_per_sm_counted));
 }
 
 }  // namespace
 
 double predict_decode_seconds(const KernelPlan& plan, const SplitShape& call, int num_splits, const DecodeModel& m) {
-  return predict_with_slots(plan, call, num_splits, slots_of(plan, call), m);
+  return predict_with_slots(plan, call, num_splits, slots_of(plan, m), m);
 }
 
 int best_decode_splits(const KernelPlan& plan, const SplitShape& call, const DecodeModel& m) {
   if (call.max_seqlen_k <= 0 || call.num_sms <= 0 || call.batch <= 0) return 1;
   const long long tiles = ceil_div(call.max_seqlen_k, plan.config.block_n);
   const int most = int(std::min<long long>({kMaxSplits, tiles}));
-  const long long slots = slots_of(plan, call);
+  const long long slots = slots_of(plan, m);
   double t[kMaxSplits + 1];
   double best = 1e30;
-  for (int s = 1; s <= most; ++s) best = std::min(best, t[s] = predict_with_slots(plan, call, s, slots, m));
+  // A count that leaves the tiles per part as they were only adds blocks: never faster, not timed.
+  auto useful = [&](int s) { return s == 1 || ceil_div(tiles, s) != ceil_div(tiles, s - 1); };
   for (int s = 1; s <= most; ++s)
-    if (t[s] <= 1.01 * best) return s;
+    if (useful(s)) best = std::min(best, t[s] = predict_with_slots(plan, call, s, slots, m));
+  for (int s = 1; s <= most; ++s)
+    if (useful(s) && t[s] <= 1.01 * best) return s;
   return 1;
 }
 
