@@ -207,6 +207,12 @@ std::string Attention::warnings() const {
 
 Selection Attention::select(const Problem& p, std::optional<size_t> workspace_bytes) {
   Impl& m = *impl_;
+  // The split heuristic needs the SM count, known once the device is open: a select() before any
+  // call opens it, so it answers what run() will do. Without a GPU the count stays 0 (no split).
+  if (m.sm_count.load(std::memory_order_relaxed) == 0) try {
+      m.info();
+    } catch (const std::exception&) {
+    }
   Selection r;
   r.bucket = ShapeBucket::of(p);
   BucketEntry& e = m.entry(r.bucket, &r.cached);
