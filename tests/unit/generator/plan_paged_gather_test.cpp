@@ -1,5 +1,5 @@
 // generator/plan: prefill_sm90's paged_gather (Config::paged_gather: 16-bit paged K/V gathered by
-// cp.async) — the default where page boxes would hold 16 rows, its name, JSON and traits, the same shared memory as the TMA path,
+// cp.async) — the default where page boxes would hold up to 32 rows, its name, JSON and traits, the same shared memory as the TMA path,
 // and where it is refused.
 #include <gtest/gtest.h>
 
