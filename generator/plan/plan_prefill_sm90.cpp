@@ -131,13 +131,15 @@ Config default_prefill_sm90_config(const Spec& s, KernelKind kind) {
   // at d256, measured when the consumers also made per-key biases, since reverted).
   if (s.quant != QuantMode::none && kind == KernelKind::prefill_paged && d > 128)
     c.block_n = std::min(c.block_n, d > 192 ? 48 : 80);
-  // Paged 16-bit K/V whose page boxes would hold 16 rows (gcd(page, block_n) = 16: pages 16 and 48,
-  // and 32 at 80-key tiles): the producer gathers by cp.async, as the TMA unit's box rate held page
-  // 16 at 1.252 ms against 0.984 from page 64 (d128 B4 S4096 causal: 1.252 -> 1.062 ms; gemma-2 d256
-  // 0.697 -> 0.564; gpt-oss d64 even). At 32-row boxes the two tie, from 64 rows TMA is 7 % faster
-  // (nvidia-h200, docs/kernels-prefill-sm90.md). The page size is the spec's, that of its default kernel.
+  // Paged 16-bit K/V whose page boxes would hold at most 32 rows (gcd(page, block_n): pages 16, 32
+  // and 48 at 128-key tiles, all but multiples of 80 at 80-key ones): the producer gathers by
+  // cp.async, as the TMA unit's box rate holds small boxes back (d128 B4 S4096 causal, folded
+  // scale: page 16 1.183 ms on TMA, 0.947 gathered; page 32 1.004 -> 0.975; gemma-2 d256 page 16
+  // 0.702 -> 0.574; gpt-oss d64 0.915 -> 0.899). From 64-row boxes TMA is 2.5 % faster (0.954 /
+  // 0.949 against 0.978 / 0.972 at pages 64 / 128; nvidia-h200, docs/kernels-prefill-sm90.md). The
+  // page size is the spec's, that of its default kernel.
   c.paged_gather = kind == KernelKind::prefill_paged && s.quant == QuantMode::none && !s.sparse.enabled &&
-                   std::gcd(s.kv_cache.page_size, c.block_n) <= 16;
+                   std::gcd(s.kv_cache.page_size, c.block_n) <= 32;
   // Block-sparse contiguous prefill: persistent blocks, where the output tile fits beside the
   // others (they hide each item's Q load and pipeline fill: -2 % at m128n64; and hold Q in
   // registers at 2 x 64 rows and d <= 128: -6 % more). Not int8's (check_config says why).

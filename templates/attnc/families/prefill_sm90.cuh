@@ -496,15 +496,15 @@ struct PrefillSm90 {
     auto copy_k = [&](int i, int tile, int page, int slot) {
       const int s = i % STAGES;
       mbar_wait(addr(&sm.bar->k_empty[s]), ((i / STAGES) & 1) ^ 1);
-      gather.template copy_tile<D>(addr(sm.k_stage(s)), static_cast<const u16*>(p.k) + b.kv_head * p.k_head_stride,
-                                   p.k_block_stride, int(p.k_row_stride), tile * BN, page, slot, t);
+      gather.template copy<D>(addr(sm.k_stage(s)), static_cast<const u16*>(p.k) + b.kv_head * p.k_head_stride,
+                              p.k_block_stride, int(p.k_row_stride), tile * BN, page, slot, t);
       cp_async_arrive_noinc(addr(&sm.bar->k_full[s]));
     };
     auto copy_v = [&](int i, int tile, int page, int slot) {
       const int s = i % STAGES;
       mbar_wait(addr(&sm.bar->v_empty[s]), ((i / STAGES) & 1) ^ 1);
-      gather.template copy_tile<DV>(addr(sm.v_stage(s)), static_cast<const u16*>(p.v) + b.kv_head * p.v_head_stride,
-                                    p.v_block_stride, int(p.v_row_stride), tile * BN, page, slot, t);
+      gather.template copy<DV>(addr(sm.v_stage(s)), static_cast<const u16*>(p.v) + b.kv_head * p.v_head_stride,
+                               p.v_block_stride, int(p.v_row_stride), tile * BN, page, slot, t);
       cp_async_arrive_noinc(addr(&sm.bar->v_full[s]));
     };
     int k_tile = tile_at(b, 0, 0), k_page, k_slot;
@@ -526,10 +526,15 @@ struct PrefillSm90 {
 
   // A consumer's wait for a K or V stage. Gathered tiles were written by cp.async, in the generic
   // proxy, and its writers cannot fence after their copies land, so each reader orders them before
-  // its wgmma (the async proxy) reads them.
+  // its wgmma (the async proxy) reads them. ATTNC_GATHER_NO_FENCE drops it (a measurement's bound:
+  // 1.1-1.5 % faster at page 16 d128; the PTX memory model asks for the fence, FlashAttention-3 has
+  // none). One fence per step after V(i-1)'s barrier (which also covers K(i)) was 1.4-2.1 % slower
+  // than two: QK(i) then waits for V(i-1) (docs/kernels-prefill-sm90.md).
   __device__ static void wait_full(u64* full, int parity) {
     mbar_wait(full, parity);
+#ifndef ATTNC_GATHER_NO_FENCE
     if constexpr (kGather) fence_proxy_async_shared();
+#endif
   }
 
   // Whether the block's last key tile reaches past the request's end (paged: its V rows there are

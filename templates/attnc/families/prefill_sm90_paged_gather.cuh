@@ -6,11 +6,17 @@
 //
 // A tile of BN keys is BN / 16 groups of 16 rows; page sizes are multiples of 16 and tiles start
 // on multiples of BN, so a group lies inside one page: lane g of every producer warp reads group
-// g's page and slot (PagedKvBoxes with 16-row boxes), and the warp's threads take them by shuffle.
-// Thread t copies row t / 8 of every group, chunk t % 8 of every 64-column block: eight threads
-// read one 128-byte line of a row. Each chunk lands where the TMA box would have put it
-// (SwizzledTile::offset: chunk c of row r at chunk c ^ (r % 8) of the row's 128-byte line), so the
-// consumers' wgmma descriptors are the TMA path's.
+// g's page and slot (PagedKvBoxes with 16-row boxes). Eight threads read one 128-byte line of a
+// row, chunk t % 8 of every 64-column block, in one of two ways (copy() picks):
+//   copy_groups (BN a multiple of 64): warp w copies whole groups w, w + 4, ..., from their first
+//     rows' addresses, which lane g computes for group g and the warp takes by one 64-bit shuffle
+//     a group; a thread's rows in it are four rows' stride apart (about half the instructions of
+//     copy_tile per tile, 7.6 % faster at page 16, d128: docs/kernels-prefill-sm90.md);
+//   copy_tile (otherwise: n80 at d256, whose 5 groups do not share out over 4 warps): thread t
+//     copies row t / 8 of every group, taking each group's page and slot by shuffle.
+// Each chunk lands where the TMA box would have put it (SwizzledTile::offset: chunk c of row r at
+// chunk c ^ (r % 8) of the row's 128-byte line), so the consumers' wgmma descriptors are the TMA
+// path's.
 //
 // Completion: after a tile's copies each thread arrives on the stage's full barrier by
 // cp.async.mbarrier.arrive.noinc, which fires once the thread's copies have landed; the full
@@ -67,6 +73,67 @@ struct PagedGather {
       for (int c = 0; c < Tile::kBlocks; ++c)
         cp_async_16(to + 2u * u32(Tile::offset(g * 16, c * 64)), src + c * 64, row_ok && c * 64 + chunk * 8 < COLS);
     }
+  }
+
+  static constexpr int kWarps = kThreads / 32;
+
+  // The tile, by copy_groups where the groups share out over the warps, else by copy_tile (both
+  // take the same arguments).
+  template <int COLS>
+  __device__ void copy(u32 dst, const u16* plane, long long block_stride, int row_stride, int n0, int page, int slot,
+                       int t) const {
+    if constexpr (kGroups % kWarps == 0)
+      copy_groups<COLS>(dst, plane, block_stride, row_stride, n0, page, slot, t);
+    else
+      copy_tile<COLS>(dst, plane, block_stride, row_stride, n0, page, slot, t);
+  }
+
+  // Warp w copies whole groups w, w + 4, ...: lane g computes group g's first row from its page
+  // and slot, a group costs one 64-bit shuffle, and its rows are reached by adding four rows'
+  // stride, not by per-chunk 64-bit arithmetic. Lane l of a warp copies rows l / 8 + 4 k (k < 4)
+  // of its groups.
+  template <int COLS>
+  __device__ void copy_groups(u32 dst, const u16* plane, long long block_stride, int row_stride, int n0, int page,
+                              int slot, int t) const {
+    using Tile = SwizzledTile<BN, COLS>;
+    const int warp = t / 32, r = t % 32 / 8, chunk = t % 8;
+    // This lane's group's first row (the plane itself past the request's end: never read).
+    const u16* const group_row = plane + max(page, 0) * block_stride + slot * row_stride;
+    // Rows r and r + 4 of group `warp` (their swizzles differ); + 8 rows, + 4 groups and + one
+    // column block are whole swizzle atoms, constants.
+    const u32 to_even = dst + 2u * u32(Tile::offset(warp * 16 + r, chunk * 8));
+    const u32 to_odd = dst + 2u * u32(Tile::offset(warp * 16 + r + 4, chunk * 8));
+    // Row k of group warp + kWarps gi is in the request while gi 16 kWarps + 4 k < rows_left.
+    const int rows_left = groups.sk - n0 - warp * 16 - r;
+    const int from = r * row_stride + chunk * 8;
+    static_assert(kGroups % kWarps == 0, "whole groups per warp");
+#pragma unroll
+    for (int gi = 0; gi < kGroups / kWarps; ++gi) {
+      const u16* src = shfl_ptr(group_row, warp + gi * kWarps) + from;
+#pragma unroll
+      for (int k = 0; k < 4; ++k) {
+        const bool row_ok = gi * 16 * kWarps + 4 * k < rows_left;
+        const u32 to = (k % 2 ? to_odd : to_even) + 2u * u32(Tile::offset(gi * 16 * kWarps + k / 2 * 8, 0));
+#pragma unroll
+        for (int c = 0; c < Tile::kBlocks; ++c)
+          cp_async_16(to + 2u * u32(Tile::offset(0, c * 64)), src + c * 64, row_ok && c * 64 + chunk * 8 < COLS);
+        src = advance(src, 4 * row_stride);
+      }
+    }
+  }
+
+  // ptr + n elements, opaque to the compiler: folded into per-row constants, the row steps were
+  // hoisted as one 64-bit offset per row and spilled the producer's 32 registers.
+  __device__ static const u16* advance(const u16* ptr, int n) {
+    const u16* out;
+    asm("mad.wide.s32 %0, %1, 2, %2;\n" : "=l"(out) : "r"(n), "l"(ptr));
+    return out;
+  }
+
+  __device__ static const u16* shfl_ptr(const u16* ptr, int lane) {
+    const unsigned long long v = reinterpret_cast<unsigned long long>(ptr);
+    const u32 lo = __shfl_sync(0xffffffffu, u32(v), lane), hi = __shfl_sync(0xffffffffu, u32(v >> 32), lane);
+    return reinterpret_cast<const u16*>((static_cast<unsigned long long>(hi) << 32) | lo);
   }
 };
 

@@ -1,5 +1,5 @@
 // generator/plan: prefill_sm90's paged_gather (Config::paged_gather: 16-bit paged K/V gathered by
-// cp.async) — the default where page boxes would hold 16 rows, its name, JSON and traits, the same shared memory as the TMA path,
+// cp.async) — the default where page boxes would hold up to 32 rows, its name, JSON and traits, the same shared memory as the TMA path,
 // and where it is refused.
 #include <gtest/gtest.h>
 
@@ -25,14 +25,16 @@ Config gather(const Spec& s) {
   return Config::from_json(R"({"paged_gather": true})", default_config(s, KernelKind::prefill_paged, "sm_90a"));
 }
 
-TEST(PlanPagedGather, DefaultWherePageBoxesWouldHold16Rows) {
-  // gcd(page, block_n) <= 16 (d128: n128, so pages 16 and 48; d256: n80, so every page size but multiples of 80); never for
-  // contiguous prefill, int8 or block-sparse.
+TEST(PlanPagedGather, DefaultWherePageBoxesWouldHoldAtMost32Rows) {
+  // gcd(page, block_n) <= 32 (d128: n128, so pages 16, 32 and 48; d256: n80, so every page size but multiples of 80); never
+  // for contiguous prefill, int8 or block-sparse.
   for (int page : {16, 32, 48, 64, 256}) {
     Spec s = llama3();
     s.kv_cache.page_size = page;
     EXPECT_FALSE(default_config(s, KernelKind::prefill, "sm_90a").paged_gather) << page;
-    EXPECT_EQ(default_config(s, KernelKind::prefill_paged, "sm_90a").paged_gather, page == 16 || page == 48) << page;
+    EXPECT_EQ(default_config(s, KernelKind::prefill_paged, "sm_90a").paged_gather,
+              page == 16 || page == 32 || page == 48)
+        << page;
     Spec wide = s;
     wide.head_dim = wide.head_dim_v = 256;
     wide.num_q_heads = 16;
