@@ -701,7 +701,6 @@ struct PrefillSm90 {
     template <int NQ>
     __device__ __forceinline__ void first(int tile) {
       auto& sq = cols<NQ>(s);
-      Int8::preset(s);  // ATTNC_INT8_ACC_PRESET only, as at the end of each step
       wait_full(&sm.bar->k_full[stage(0)], phase(0));
       wgmma_fence();
       issue_qk<NQ>(sq, qf, sm, cw, stage(0));
@@ -713,7 +712,6 @@ struct PrefillSm90 {
       logits<NQ>(sq, tile);
       int8.softmax_update(softmax, sq, rescale, typename OnlineSoftmax<2>::NoHook{});
       to_operand<NQ>(sq, ksteps<NQ>(pf));
-      Int8::preset(s);
       st.begin();
     }
 
@@ -753,10 +751,6 @@ struct PrefillSm90 {
       OnlineSoftmax<2>::rescale_o(o, rescale);
       this->st.mark(kPhaseRescale);
       to_operand<NQ>(sq, ksteps<NQ>(pf));
-      // ATTNC_INT8_ACC_PRESET only: S, dead once packed, preset for the next Q·Kᵀ here, where ptxas
-      // interleaves the moves with the packs before the token wait (preset at the next step's top,
-      // it put 62 of the 64 after the token wait, on the way to the wgmma issue).
-      Int8::preset(s);
       this->st.mark(kPhasePack);
       this->st.step_done();
     }
