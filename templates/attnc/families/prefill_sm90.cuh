@@ -37,8 +37,9 @@
 //   Element (bf16_t | fp16_t), kHeadDim, kHeadDimV (multiples of 8, <= 256, Dv's 64-column blocks
 //   no more than D's), kGroup, kBlockM (= 64 * kConsumerWarpgroups), kBlockN, kStages,
 //   kConsumerWarpgroups (2 or 3), kPingpong, kMask (MaskKind), kSoftcap, kAlibi (Alibi), kSinks,
-//   kLse (LseOut), kPaged, kPersistent, kMixedTiles, kPairedTiles, kPagedGather; int8 kernels also kInt8 (Q·Kᵀ
-//   on s8 wgmma; int8_qkv's V widened by the producer: prefill_sm90_int8.cuh).
+//   kLse (LseOut), kPaged, kPersistent, kMixedTiles, kPairedTiles, kPagedGather, kVPrewiden; int8 kernels also kInt8 (Q·Kᵀ
+//   on s8 wgmma; int8_qkv's V widened by the producer, or with kVPrewiden once per call by
+//   prefill_sm90_widen_v.cuh: prefill_sm90_int8.cuh).
 #pragma once
 
 #include "attnc/features/alibi.cuh"
@@ -108,7 +109,7 @@ struct PrefillSm90 {
   static_assert(!(Int8::kOn && kGather), "the gather copies 16-bit caches (int8 keeps TMA)");
   static_assert(!(Int8::kOn && kPersistent),
                 "persistent int8 blocks are not verified on a GPU (the planner refuses persistent for int8)");
-  using PE = typename conditional<Int8::kWidenV, fp16_t, E>::type;  // P·V's element type: fp16 over widened V
+  using PE = typename conditional<Int8::kFp16V, fp16_t, E>::type;  // P·V's element type: fp16 over widened V
   using QTile = SwizzledTile<BM, Int8::kQkCols>;
   using KTile = SwizzledTile<BN, Int8::kQkCols>;
   using VTile = SwizzledTile<BN, DV>;

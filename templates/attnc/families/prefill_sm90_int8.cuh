@@ -54,7 +54,11 @@ struct PrefillInt8 {
   // The row scale (q scale, or kFold16's) applied by the softmax (update_rows<true>) rather than to
   // each score: only where nothing between the scores and the softmax needs the true logits.
   static constexpr bool kRowScaleInSoftmax = (kOn || kFold16) && !T::kSoftcap && T::kAlibi == Alibi::none;
-  static constexpr bool kWidenV = kMode == Int8Mode::qkv;  // V widened by the producer, scaled in the epilogue
+  // int8_qkv: V is fp16 in shared memory (P·V in fp16) and scaled per channel in the epilogue; it is
+  // widened by the producer, or (T::kVPrewiden) once per call by `<entry>_widen_v` into a 16-bit
+  // workspace that TMA loads as int8_qk's V (prefill_sm90_widen_v.cuh).
+  static constexpr bool kFp16V = kMode == Int8Mode::qkv;
+  static constexpr bool kWidenV = kFp16V && !T::kVPrewiden;  // V widened by the producer
   // Columns of the Q and K tiles in 2-byte units: one per int8 pair.
   static constexpr int kQkCols = kOn ? (D + 1) / 2 : D;
   static constexpr int KSTEPS = (D + 31) / 32;  // k32 steps; TMA zero-fills the columns past D
@@ -199,7 +203,7 @@ struct PrefillInt8 {
   // int8_qkv: v_channel_scale of this thread's output columns d and d + 1 (1 past Dv, in the padding).
   template <int DV>
   __device__ static float2 v_scale(const AttentionParams& p, int kv_head, int d) {
-    if constexpr (kWidenV) {
+    if constexpr (kFp16V) {
       const float* vs = p.v_channel_scale + kv_head * DV;
       return make_float2(d < DV ? vs[d] : 0.f, d + 1 < DV ? vs[d + 1] : 0.f);
     }

@@ -258,5 +258,31 @@ TEST(Int8Args, BadCallsNameTheProblem) {
   expect_bad(p16, plain, "q_scale/k_token_scale/v_channel_scale given but the spec has no int8 quant");
 }
 
+// v_prewiden (contiguous int8_qkv on prefill_sm90): the call needs total_k and a workspace for the
+// widened V, and 16-byte pieces of v; the checks come before the tensor maps (no driver needed).
+TEST(Int8Args, VPrewidenNeedsItsWorkspace) {
+  const Spec s = int8_llama(QuantMode::int8_qkv);
+  const KernelPlan plan = plan_kernel(
+      s, KernelKind::prefill, default_prefill_sm90_config(s, KernelKind::prefill, VWiden::once_per_call), "sm_90a");
+  ASSERT_TRUE(plan.config.v_prewiden);
+  EXPECT_STREQ(companion_suffix(plan), "_widen_v");
+  AttentionArgs a = good_args(false);
+  expect_bad(plan, a, "v_prewiden widens the total_k rows of v and needs total_k");
+  a.total_k = 1000;
+  expect_bad(plan, a, "v_prewiden widens v into a workspace of 2048000 bytes (total_k x Hkv x head_dim_v x 2), got 0");
+  a.workspace = reinterpret_cast<void*>(0xb0000);
+  a.workspace_bytes = 2048000 - 2;
+  expect_bad(plan, a, "got 2047998");
+  a.workspace_bytes = 2048000;
+  a.workspace = reinterpret_cast<void*>(0xb0008);
+  expect_bad(plan, a, "workspace must be 16-byte aligned");
+  a.workspace = reinterpret_cast<void*>(0xb0000);
+  a.v_row_stride = 8 * 128 + 8;  // int8 elements: 8 bytes past a 16-byte piece
+  expect_bad(plan, a, "v strides must be multiples of 16 int8 elements for v_prewiden (16-byte pieces), got 1032");
+  const KernelPlan producer = plan_kernel(
+      s, KernelKind::prefill, default_prefill_sm90_config(s, KernelKind::prefill, VWiden::producer), "sm_90a");
+  EXPECT_EQ(companion_suffix(producer), nullptr);
+}
+
 }  // namespace
 }  // namespace attnc
