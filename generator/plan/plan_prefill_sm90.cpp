@@ -140,6 +140,9 @@ Config default_prefill_sm90_config(const Spec& s, KernelKind kind, VWiden v_wide
   // (n128 spills 60 bytes with window, softcap, sqrt-ALiBi and LSE), 64 at d256 (n96 and n80 spill
   // 36 and 8 bytes with sqrt-ALiBi and LSE).
   if (s.quant != QuantMode::none && d > 128) c.block_n = std::min(c.block_n, d > 192 ? 64 : 112);
+  // int8_qkv with V widened once per call at d192: 96 keys, as with the producer's raw V ring (n112
+  // spills 4 bytes, 8 with window, sqrt-ALiBi and LSE; n96 none).
+  if (c.v_prewiden && d > 128 && d <= 192) c.block_n = std::min(c.block_n, 96);
   // Paged int8 above d128: 80 keys at d192, 48 at d256 (its consumers keep 232 registers beside
   // the paged producer's 32; with sqrt-ALiBi and LSE n96 spilled 40 bytes at d192 and n64 4 bytes
   // at d256, measured when the consumers also made per-key biases, since reverted).

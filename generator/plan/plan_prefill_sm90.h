@@ -32,7 +32,7 @@ Config default_prefill_sm90_config(const Spec&, KernelKind, VWiden = VWiden::heu
 
 // Contiguous int8_qkv with V widened once per call (Config::v_prewiden) as the heuristic's choice;
 // off until measured faster on the GPU (docs/kernels-int8.md).
-inline constexpr bool kVPrewidenIsDefault = false;
+inline constexpr bool kVPrewidenIsDefault = true;
 
 // The workspace a v_prewiden kernel needs for `total_k` rows of V (its fp16 copy [total_k, Hkv,
 // Dv]); 0 for every other kernel.

@@ -19,6 +19,7 @@
 
 #include "generator/emit/emit.h"
 #include "runtime/driver/cuda_driver.h"
+#include "runtime/launch/attention_args.h"
 #include "runtime/driver/device.h"
 #include "runtime/driver/module.h"
 #include "runtime/compiler/nvrtc_compiler.h"

@@ -135,12 +135,21 @@ TEST(Int8Plan, ContiguousInt8PrefillIsPrefillSm90) {
     ASSERT_EQ(p.family, "prefill_sm90");
     EXPECT_EQ(p.int8, s.quant == QuantMode::int8_qk ? Int8Mode::qk : Int8Mode::qkv);
     // d128, 2 stages: Q region (the 16-bit output's M x 128) + K (N x 64 pairs) and 16-bit V rings
-    // + 2 x N key scales + 9 barriers + 1 KiB alignment; int8_qk m128n128, int8_qkv m192n64 (each
-    // widened V tile serves 192 rows) with the raw int8 V ring (2 x N x 128 bytes) and its 4 barriers.
+    // + 2 x N key scales + 9 barriers + 1 KiB alignment, m128n128; int8_qkv the same with its V
+    // widened once per call into the workspace (v_prewiden: no raw V ring).
     const bool v8 = s.quant == QuantMode::int8_qkv;
-    const int m = v8 ? 192 : 128, n = v8 ? 64 : 128, raw_v = v8 ? 2 * n * 128 + 8 * 4 : 0;
-    EXPECT_EQ(p.config.short_name(), v8 ? "m192n64w16s2" : "m128n128w12s2");
-    EXPECT_EQ(p.smem_bytes, 1024 + 2 * (m * 128 + 2 * n * (64 + 128)) + 4 * 2 * n + 8 * 9 + raw_v);
+    const int m = 128, n = 128;
+    EXPECT_EQ(p.config.short_name(), v8 ? "m128n128w12s2vw" : "m128n128w12s2");
+    EXPECT_EQ(p.smem_bytes, 1024 + 2 * (m * 128 + 2 * n * (64 + 128)) + 4 * 2 * n + 8 * 9);
+    // Where no workspace is given: the producer widens, m192n64 (each widened V tile serves 192
+    // rows), with the raw int8 V ring (2 x N x 128 bytes) and its 4 barriers.
+    if (v8) {
+      const KernelPlan producer =
+          plan_kernel(s, KernelKind::prefill, default_prefill_sm90_config(s, KernelKind::prefill, VWiden::producer),
+                      "sm_90a");
+      EXPECT_EQ(producer.config.short_name(), "m192n64w16s2");
+      EXPECT_EQ(producer.smem_bytes, 1024 + 2 * (192 * 128 + 2 * 64 * (64 + 128)) + 4 * 2 * 64 + 8 * 9 + 2 * 64 * 128 + 8 * 4);
+    }
   }
   EXPECT_NE(emit_kernel(plan_for(qk, KernelKind::prefill)).source.find("kInt8 = attnc::Int8Mode::qk;"),
             std::string::npos);
