@@ -2,7 +2,8 @@
 // prefill and paged decode (vLLM layout, shuffled pages, split-KV from a reserved workspace); the
 // tuned path (a hand-written record choosing block_n 32 and 3 splits); JIT off on an empty cache;
 // a CUDA graph captured around run() and replayed on fresh inputs; a background compile that
-// serves the heuristic kernel first and the tuned one once built. Skips without a GPU.
+// serves the heuristic kernel first and the tuned one once built; int8_qkv prefill with and without
+// the reserved workspace its V widening needs. Skips without a GPU.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include <numeric>
 
 #include "runtime/dispatch/dispatcher.h"
+#include "check/int8_inputs.h"
 #include "check/reference.h"
 #include "tests/gpu/ops_gpu_util.h"
 #include "tests/unit/cache/cache_test_util.h"
@@ -200,6 +202,57 @@ TEST_F(GpuDispatch, PrefillMatchesReference) {
   EXPECT_EQ(s.origin, ChoiceOrigin::heuristic);
   EXPECT_TRUE(s.cached);
   EXPECT_TRUE(s.kernel_loaded);
+}
+
+// int8_qkv prefill: without a workspace the kernel whose producer widens V serves the call; once
+// reserve() has sized one, V is widened once per call into it (v_prewiden). Both against the float64
+// reference on the dequantised inputs, the output poisoned before each call.
+TEST_F(GpuDispatch, Int8QkvPrefillWidensVInTheReservedWorkspaceElseInTheProducer) {
+  Spec spec = spec_;
+  spec.quant = QuantMode::int8_qkv;
+  spec.kv_cache.dtype = KvDType::int8;
+  Attention att(spec, options());
+  const std::vector<int> lq{1, 37, 200}, lk{5, 37, 300};
+  const std::vector<int> cq = prefix_sum(lq), ck = prefix_sum(lk);
+  const Problem largest{KernelKind::prefill, 3, 200, 300};
+  for (const bool reserved : {false, true}) {
+    SCOPED_TRACE(reserved ? "reserved" : "no workspace");
+    if (reserved) att.reserve(largest);
+    EXPECT_EQ(att.select(largest).config->v_prewiden, reserved);
+    std::mt19937_64 rng(fresh_seed());
+    const Int8Inputs in = random_int8_inputs(Int8Mode::qkv, DType::bf16, cq.back(), ck.back(), kHq, kHkv, kD, kD, rng);
+    DeviceBuffer q = DeviceBuffer::from(in.q), k = DeviceBuffer::from(in.k), v = DeviceBuffer::from(in.v);
+    DeviceBuffer qs = DeviceBuffer::from(in.q_scale), ks = DeviceBuffer::from(in.k_token_scale),
+                 vs = DeviceBuffer::from(in.v_channel_scale);
+    DeviceBuffer o(size_t(cq.back()) * kHq * kD * 2), dcq = DeviceBuffer::from(cq), dck = DeviceBuffer::from(ck);
+    o.memset(0xff);
+    test_gpu()->synchronize();
+    AttentionArgs a;
+    a.q = q.as<void>();
+    a.k = k.as<void>();
+    a.v = v.as<void>();
+    a.o = o.as<void>();
+    a.q_scale = qs.as<float>();
+    a.k_token_scale = ks.as<float>();
+    a.v_channel_scale = vs.as<float>();
+    a.cu_seqlens_q = dcq.as<int>();
+    a.cu_seqlens_k = dck.as<int>();
+    a.batch = 3;
+    a.total_q = cq.back();
+    a.total_k = ck.back();
+    a.max_seqlen_q = 200;
+    a.max_seqlen_k = 300;
+    att.run(a, KernelKind::prefill, stream_->handle());
+    stream_->synchronize();
+    ReferenceOptions opt;
+    opt.head_dim = opt.head_dim_v = kD;
+    opt.num_q_heads = kHq;
+    opt.num_kv_heads = kHkv;
+    opt.causal = true;
+    std::vector<double> ref, lse;
+    reference_attention_parallel(opt, cq, ck, in.q_exact, in.k_exact, in.v_exact, ref, lse);
+    expect_matches(o.download<std::uint16_t>(), ref, reserved ? "int8_qkv prefill v_prewiden" : "int8_qkv prefill");
+  }
 }
 
 TEST_F(GpuDispatch, DecodeSplitsIntoTheReservedWorkspace) {
