@@ -7,6 +7,7 @@
 #include "generator/emit/emit.h"
 #include "generator/plan/plan_attention.h"
 #include "generator/plan/plan_prefill_sm90.h"
+#include "tests/unit/generator/plan_refusal_util.h"
 
 namespace attnc {
 namespace {
@@ -76,15 +77,7 @@ TEST(PlanVPrewiden, WorkspaceIsTheWidenedV) {
   EXPECT_EQ(v_prewiden_workspace_bytes(producer, 1000), 0u);
 }
 
-void expect_refused(const Spec& s, KernelKind kind, const std::string& config, const std::string& why) {
-  const Config c = Config::from_json(config, default_config(s, kind, "sm_90a"));
-  try {
-    plan_kernel(s, kind, c, "sm_90a");
-    FAIL() << "planned " << config;
-  } catch (const BadConfig& e) {
-    EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
-  }
-}
+using test::expect_refused;
 
 TEST(PlanVPrewiden, RefusedWhereItCannotRun) {
   expect_refused(int8_llama(QuantMode::int8_qk), KernelKind::prefill, R"({"v_prewiden": true})",
