@@ -223,10 +223,7 @@ TEST_F(GpuDispatch, PrefillMatchesReference) {
 // reserve() has sized one, V is widened once per call into it (v_prewiden). Both against the float64
 // reference on the dequantised inputs, the output poisoned before each call.
 TEST_F(GpuDispatch, Int8QkvPrefillWidensVInTheReservedWorkspaceElseInTheProducer) {
-  Spec spec = spec_;
-  spec.quant = QuantMode::int8_qkv;
-  spec.kv_cache.dtype = KvDType::int8;
-  Attention att(spec, options());
+  Attention att(test::as_int8_qkv(spec_), options());
   const Problem largest{KernelKind::prefill, 3, 200, 300};
   for (const bool reserved : {false, true}) {
     SCOPED_TRACE(reserved ? "reserved" : "no workspace");

@@ -222,9 +222,7 @@ TEST_F(Dispatcher, WorkspaceNeededCoversEveryForcedCount) {
 // it for prefill shapes, and a call whose workspace cannot hold the widened V gets the kernel that
 // widens V in its producer (the heuristic's tiles for that path).
 TEST_F(Dispatcher, VPrewidenNeedsTheWorkspaceElseTheProducerWidens) {
-  Spec s = spec_;
-  s.quant = QuantMode::int8_qkv;
-  s.kv_cache.dtype = KvDType::int8;
+  const Spec s = test::as_int8_qkv(spec_);
   Attention att(s, options());
   const Problem call{KernelKind::prefill, 2, 512, 512};
   TunedChoice once;
