@@ -1,9 +1,8 @@
 #include "runtime/dispatch/kernel_slot.h"
 
-#include "runtime/launch/attention_args.h"
-
 #include "runtime/driver/device.h"
 #include "runtime/dispatch/dispatch_error.h"
+#include "runtime/launch/attention_args.h"
 
 namespace attnc {
 namespace {
