@@ -8,6 +8,7 @@
 #include <random>
 
 #include "runtime/launch/attention_args.h"
+#include "generator/plan/plan_prefill_sm90.h"
 #include "check/attention_compare.h"
 #include "runtime/launch/attention_launch.h"
 #include "runtime/driver/cuda_driver.h"
@@ -483,10 +484,15 @@ AttentionReport check_attention(const KernelPlan& plan, const Kernel& kernel, co
   }
 
   a.num_splits = decide_num_splits(plan, {b.size, query_len_bound(a), b.max_k, b.total_q, c.num_sms}, c.num_splits);
-  if (a.num_splits > 1 && plan.split_kv) {
-    a.workspace_bytes = attention_workspace_bytes(plan, b.total_q, a.num_splits);
+  // Split partials, or (v_prewiden) the widened V: what the dispatcher's reserve() would give.
+  const size_t workspace_bytes = std::max(a.num_splits > 1 && plan.split_kv
+                                              ? attention_workspace_bytes(plan, b.total_q, a.num_splits)
+                                              : size_t(0),
+                                          v_prewiden_workspace_bytes(plan, plan.paged ? 0 : b.total_k));
+  if (workspace_bytes > 0) {
+    a.workspace_bytes = workspace_bytes;
     call.workspace = DeviceBuffer(a.workspace_bytes);
-    call.workspace.memset(0xff);  // partials nobody wrote stay NaN
+    call.workspace.memset(0xff);  // partials nobody wrote, or V nobody widened, stay NaN
     a.workspace = call.workspace.as();
   }
   a.host = &call.host;
@@ -495,6 +501,8 @@ AttentionReport check_attention(const KernelPlan& plan, const Kernel& kernel, co
   rep.num_splits = launch.params.num_splits;
   require(!launch.combine || combine != nullptr,
           "the call splits KV into " + std::to_string(rep.num_splits) + " parts but no combine kernel was given");
+  require(!launch.widen_v || combine != nullptr, "the kernel reads V widened into the workspace (v_prewiden) but "
+          "no widening kernel (<entry>_widen_v) was given");
   // Memsets and pageable copies may still be in flight on the legacy stream, which the call's
   // non-blocking stream does not wait for.
   ATTNC_CU(CtxSynchronize);

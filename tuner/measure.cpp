@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "check/attention_check.h"
+#include "generator/plan/plan_prefill_sm90.h"
 #include "runtime/launch/attention_launch.h"
 #include "runtime/driver/cuda_driver.h"
 #include "runtime/driver/event_wait.h"
@@ -205,7 +206,8 @@ Timing TimingInputs::time(const KernelPlan& plan, const Kernel& kernel, const Ke
   const SplitShape shape{m.problem.batch, m.pass_cu_q ? m.problem.max_seqlen_q : 1, m.problem.max_seqlen_k, m.total_q,
                          m.dev.sm_count()};
   const int splits = decide_num_splits(plan, shape, num_splits);
-  const std::size_t need = attention_workspace_bytes(plan, m.total_q, splits);
+  const std::size_t need =
+      std::max(attention_workspace_bytes(plan, m.total_q, splits), v_prewiden_workspace_bytes(plan, m.total_k));
   if (need > m.workspace.size()) m.workspace = DeviceBuffer(need);
 
   std::vector<AttentionLaunch> launches;

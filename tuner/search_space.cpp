@@ -50,7 +50,7 @@ std::vector<Config> family_space(const Spec& s, KernelKind kind, const Config& b
         Config c = base;
         c.family = family;
         // prefill_sm90's own fields, which a prefill_sm90 baseline carries: other families refuse them
-        c.persistent = c.mixed_tiles = c.paired_tiles = c.paged_gather = false;
+        c.persistent = c.mixed_tiles = c.paired_tiles = c.paged_gather = c.v_prewiden = false;
         c.warps = w;
         c.block_m = bw ? 16 : 16 * w;
         c.block_n = n;
@@ -61,8 +61,8 @@ std::vector<Config> family_space(const Spec& s, KernelKind kind, const Config& b
 }
 
 // prefill_sm90's axes where its planner takes the spec: 2 or 3 consumer warpgroups, block_n, and
-// the default tile again with 3 stages, without ping-pong, with persistence or the paged gather flipped (the
-// planner and pruning drop what cannot fit).
+// the default tile again with 3 stages, without ping-pong, with persistence or the paged gather flipped,
+// int8_qkv's V widened by the producer (the planner and pruning drop what cannot fit).
 std::vector<Config> sm90_space(const Spec& s, KernelKind kind, const std::string& arch) {
   std::vector<Config> out;
   if (!prefill_sm90_refusal(s, kind, arch).empty()) return out;
@@ -98,6 +98,9 @@ std::vector<Config> sm90_space(const Spec& s, KernelKind kind, const std::string
       c.paged_gather = !d.paged_gather;
       out.push_back(c);
     }
+    // Contiguous int8_qkv: V widened by the producer (its default tiles) against once per call (the
+    // tiles above; the measurement gives it the workspace, as the dispatcher's reserve() does).
+    if (d.v_prewiden) out.push_back(default_prefill_sm90_config(s, kind, VWiden::producer));
     // Block-sparse: paired tiles (two sparse blocks of the visible list per tile) at the default's
     // other settings, where the default does not pair already (mixed tiles, measured slower, are
     // left to an explicit config: docs/kernels-block-sparse.md).

@@ -176,7 +176,7 @@ class Sweep {
             l.module.emplace(r.cubin);
             l.kernel.emplace(l.module->kernel(r.entry));
             l.kernel->reserve_dynamic_smem(l.plan.smem_bytes);
-            if (l.plan.split_kv) l.combine.emplace(l.module->kernel(r.entry + "_combine"));
+            if (const char* suffix = companion_suffix(l.plan)) l.combine.emplace(l.module->kernel(r.entry + suffix));
           } catch (const std::exception& e) {
             l.status = kStatusError;
             l.error = std::string("loading the cubin: ") + e.what();

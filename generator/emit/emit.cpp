@@ -80,7 +80,8 @@ std::string emit_attention(const KernelPlan& p, const std::string& entry) {
 }
 
 // prefill_sm90: a traits struct over templates/attnc/families/prefill_sm90.cuh and an entry that
-// takes the TMA tensor maps of q, k and v as a second __grid_constant__ parameter.
+// takes the TMA tensor maps of q, k and v as a second __grid_constant__ parameter; with v_prewiden
+// a second entry, `<entry>_widen_v`, that widens int8 V into the workspace before it runs.
 std::string emit_prefill_sm90(const KernelPlan& p, const std::string& entry) {
   const Config& c = p.config;
   std::ostringstream s;
@@ -98,6 +99,7 @@ std::string emit_prefill_sm90(const KernelPlan& p, const std::string& entry) {
     << "  static constexpr bool kMixedTiles = " << b(c.mixed_tiles) << ";\n"
     << "  static constexpr bool kPairedTiles = " << b(c.paired_tiles) << ";\n"
     << "  static constexpr bool kPagedGather = " << b(c.paged_gather) << ";\n"
+    << "  static constexpr bool kVPrewiden = " << b(c.v_prewiden) << ";\n"
     << "};\n\n"
     << "static_assert(attnc::PrefillSm90<Traits>::kSmemBytes == " << p.smem_bytes
     << ", \"host and template disagree on shared memory\");\n\n"
@@ -108,6 +110,12 @@ std::string emit_prefill_sm90(const KernelPlan& p, const std::string& entry) {
     << "  extern __shared__ unsigned char smem[];\n"
     << "  attnc::PrefillSm90<Traits>::run(params, maps, smem);\n"
     << "}\n";
+  if (c.v_prewiden)  // int8_qkv's V widened once per call, launched before the kernel
+    s << "\n#include \"attnc/families/prefill_sm90_widen_v.cuh\"\n\n"
+      << "extern \"C\" __global__ void __launch_bounds__(attnc::kWidenVThreads)\n"
+      << entry << "_widen_v(const attnc::AttentionParams params) {\n"
+      << "  attnc::PrefillWidenV<Traits>::run(params);\n"
+      << "}\n";
   return s.str();
 }
 

@@ -17,7 +17,8 @@ struct Sm90Flag {
 constexpr Sm90Flag kSm90Flags[] = {{"persistent", "ps", &Config::persistent},
                                    {"mixed_tiles", "mx", &Config::mixed_tiles},
                                    {"paired_tiles", "pt", &Config::paired_tiles},
-                                   {"paged_gather", "pg", &Config::paged_gather}};
+                                   {"paged_gather", "pg", &Config::paged_gather},
+                                   {"v_prewiden", "vw", &Config::v_prewiden}};
 
 }  // namespace
 
@@ -77,7 +78,7 @@ Config Config::from_json(const std::string& text, const Config& base) {
     if (!field)
       throw std::invalid_argument("config." + key +
                                   ": unknown field; allowed: family, block_m, block_n, warps, stages, pingpong, "
-                                  "persistent, mixed_tiles, paired_tiles, paged_gather");
+                                  "persistent, mixed_tiles, paired_tiles, paged_gather, v_prewiden");
     if (!it->is_number_integer()) throw std::invalid_argument("config." + key + ": expected an integer");
     *field = it->get<int>();
   }

@@ -27,10 +27,15 @@ struct Config {
   // prefill_sm90, paged 16-bit caches: K/V tiles gathered by the producer warpgroup's cp.async
   // instead of TMA boxes (small pages make many small boxes; docs/kernels-prefill-sm90.md).
   bool paged_gather = false;
+  // prefill_sm90, contiguous int8_qkv: V widened to fp16 once per call by the module's
+  // `<entry>_widen_v` into the dispatcher's workspace, read by TMA as int8_qk reads its 16-bit V,
+  // instead of per (query block, head) by the producer (docs/kernels-int8.md).
+  bool v_prewiden = false;
 
   // "m128n64w8s2" (+ "np" for prefill_sm90 without ping-pong, + "ps" persistent, + "mx" mixed
-  // tiles, + "pt" paired tiles, + "pg" paged gather): short, stable, used in kernel names. JSON
-  // names pingpong, persistent, mixed_tiles, paired_tiles and paged_gather only for prefill_sm90
+  // tiles, + "pt" paired tiles, + "pg" paged gather, + "vw" V prewidened): short, stable, used in
+  // kernel names. JSON names pingpong, persistent, mixed_tiles, paired_tiles, paged_gather and
+  // v_prewiden only for prefill_sm90
   // (all but pingpong only when set), so other families' configs (and their records) read as before.
   std::string short_name() const;
   std::string to_json() const;

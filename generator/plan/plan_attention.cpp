@@ -227,6 +227,8 @@ KernelPlan plan_attention_kernel(const Spec& s, KernelKind kind, const Config& c
     throw BadConfig("paired_tiles are prefill_sm90's (sm_90a prefill); family '" + c.family + "' has none");
   if (c.paged_gather && !sm90)
     throw BadConfig("paged_gather is prefill_sm90's (sm_90a paged prefill); family '" + c.family + "' has none");
+  if (c.v_prewiden && !sm90)
+    throw BadConfig("v_prewiden is prefill_sm90's (sm_90a int8_qkv prefill); family '" + c.family + "' has none");
   if (!sm90 && !mla) check_config(s, kind, c, info);
 
   KernelPlan p = base_plan(s, kind, c, arch);

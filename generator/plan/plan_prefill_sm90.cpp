@@ -54,6 +54,16 @@ void check_paged_gather(const Spec& s, KernelKind kind) {
                     " keeps TMA boxes" + off);
 }
 
+// v_prewiden: contiguous int8 V widened into a dense fp16 workspace by the module's second entry.
+void check_v_prewiden(const Spec& s, KernelKind kind) {
+  const std::string off = " (v_prewiden: false)";
+  if (s.quant != QuantMode::int8_qkv)
+    throw BadConfig(std::string("v_prewiden widens int8 V; quant ") + to_string(s.quant) + " has no int8 V" + off);
+  if (kind != KernelKind::prefill)
+    throw BadConfig(std::string("v_prewiden widens contiguous V; a ") + to_string(kind) +
+                    " kernel reads V by pages and widens it in the producer" + off);
+}
+
 void check_config(const Spec& s, KernelKind kind, const Config& c, const ArchInfo& arch) {
   if (c.block_m != 128 && c.block_m != 192)
     throw BadConfig("block_m " + std::to_string(c.block_m) + "; prefill_sm90 gives each consumer warpgroup 64 rows " +
@@ -73,6 +83,7 @@ void check_config(const Spec& s, KernelKind kind, const Config& c, const ArchInf
   if (c.mixed_tiles) check_two_block_tiles(s, kind, c, "mixed_tiles");
   if (c.paired_tiles) check_two_block_tiles(s, kind, c, "paired_tiles");
   if (c.paged_gather) check_paged_gather(s, kind);
+  if (c.v_prewiden) check_v_prewiden(s, kind);
   check_key_tiles(c, prefill_sm90_smem_bytes(s, c, kind), arch, 4);
 }
 
@@ -93,7 +104,7 @@ std::string prefill_sm90_refusal(const Spec& s, KernelKind kind, const std::stri
   return "";
 }
 
-Config default_prefill_sm90_config(const Spec& s, KernelKind kind) {
+Config default_prefill_sm90_config(const Spec& s, KernelKind kind, VWiden v_widen) {
   Config c;
   c.family = kPrefillSm90;
   const int d = std::max(s.head_dim, s.head_dim_v);  // 3 x 64 rows only where O and S stay small
@@ -111,7 +122,10 @@ Config default_prefill_sm90_config(const Spec& s, KernelKind kind) {
   // Contiguous int8_qkv at d128: 3 x 64 rows over 64-key tiles, so each V tile the producer widens
   // serves 192 rows instead of 128: 1.208 -> 1.131 ms at B4 S4096 causal on the H200, no spills with
   // every feature (docs/kernels-int8.md, "The consumer chain, measured"); int8_qk and bf16 lose with it.
-  if (s.quant == QuantMode::int8_qkv && kind == KernelKind::prefill && d == 128) {
+  // With V widened once per call (v_prewiden) the kernel is int8_qk's, and so are its tiles.
+  c.v_prewiden = s.quant == QuantMode::int8_qkv && kind == KernelKind::prefill &&
+                 (v_widen == VWiden::once_per_call || (v_widen == VWiden::heuristic && kVPrewidenIsDefault));
+  if (s.quant == QuantMode::int8_qkv && kind == KernelKind::prefill && d == 128 && !c.v_prewiden) {
     c.block_m = 192;
     c.block_n = 64;
   }
@@ -126,6 +140,9 @@ Config default_prefill_sm90_config(const Spec& s, KernelKind kind) {
   // (n128 spills 60 bytes with window, softcap, sqrt-ALiBi and LSE), 64 at d256 (n96 and n80 spill
   // 36 and 8 bytes with sqrt-ALiBi and LSE).
   if (s.quant != QuantMode::none && d > 128) c.block_n = std::min(c.block_n, d > 192 ? 64 : 112);
+  // int8_qkv with V widened once per call at d192: 96 keys, as with the producer's raw V ring (n112
+  // spills 4 bytes, 8 with window, sqrt-ALiBi and LSE; n96 none).
+  if (c.v_prewiden && d > 128 && d <= 192) c.block_n = std::min(c.block_n, 96);
   // Paged int8 above d128: 80 keys at d192, 48 at d256 (its consumers keep 232 registers beside
   // the paged producer's 32; with sqrt-ALiBi and LSE n96 spilled 40 bytes at d192 and n64 4 bytes
   // at d256, measured when the consumers also made per-key biases, since reverted).
@@ -172,10 +189,15 @@ int prefill_sm90_smem_bytes(const Spec& s, const Config& c, KernelKind kind) {
   const int key_scales = int8_pairs == 2 ? 4 * c.stages * c.block_n : 0;  // int8: a ring of fp32 key scales
   // int8_qkv: the raw int8 V ring (TMA lands it, the producer widens it into the V ring) and its
   // raw_full / raw_empty barriers.
-  const bool qkv = s.quant == QuantMode::int8_qkv;
+  const bool qkv = s.quant == QuantMode::int8_qkv && !c.v_prewiden;
   const int raw_v = qkv ? 2 * c.stages * c.block_n * 64 * blocks64(s.head_dim_v / 2) + 16 * c.stages : 0;
   const int tiles = c.block_m * std::max(dq, dv) + c.stages * c.block_n * (dq + dv) + o_tile;  // 2-byte units
   return 1024 + 2 * tiles + key_scales + raw_v + barriers;
+}
+
+size_t v_prewiden_workspace_bytes(const KernelPlan& p, long long total_k) {
+  if (!p.config.v_prewiden) return 0;
+  return size_t(std::max(0LL, total_k)) * size_t(p.kv_heads()) * size_t(p.head_dim_v) * 2;
 }
 
 void plan_prefill_sm90(const Spec& s, KernelKind kind, const Config& c, const ArchInfo& arch, KernelPlan& p) {

@@ -6,6 +6,7 @@
 // prefill_sm90_refusal says why.
 #pragma once
 
+#include <cstddef>
 #include <string>
 
 #include "generator/plan/plan.h"
@@ -23,7 +24,19 @@ std::string prefill_sm90_refusal(const Spec&, KernelKind, const std::string& arc
 // unmasked d128 measured slower on the H200 (docs/kernels-prefill-sm90.md). Block-sparse
 // contiguous prefill runs persistent blocks, of 2 x 64 rows at d <= 128 (Q in registers;
 // docs/kernels-block-sparse.md).
-Config default_prefill_sm90_config(const Spec&, KernelKind);
+// How contiguous int8_qkv gets its fp16 V: the heuristic's choice (kVPrewidenIsDefault), widened
+// by the producer per (query block, head), or once per call into the workspace (v_prewiden, with
+// int8_qk's tiles). The dispatcher asks for `producer` where the workspace cannot hold V.
+enum class VWiden { heuristic, producer, once_per_call };
+Config default_prefill_sm90_config(const Spec&, KernelKind, VWiden = VWiden::heuristic);
+
+// Contiguous int8_qkv with V widened once per call (Config::v_prewiden) as the heuristic's choice:
+// 1.137 -> 0.938 ms at B4 S4096 d128 causal on the H200 (docs/kernels-int8.md).
+inline constexpr bool kVPrewidenIsDefault = true;
+
+// The workspace a v_prewiden kernel needs for `total_k` rows of V (its fp16 copy [total_k, Hkv,
+// Dv]); 0 for every other kernel.
+size_t v_prewiden_workspace_bytes(const KernelPlan&, long long total_k);
 
 // Shared memory of a config: the Q tile, `stages` K and V tiles (rows padded to 64 columns), an
 // output tile when persistent, the barriers (one more when paged, one more when persistent) and

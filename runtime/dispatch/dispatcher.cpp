@@ -7,6 +7,7 @@
 
 #include "cache/cache_path.h"
 #include "generator/plan/plan_attention.h"
+#include "generator/plan/plan_prefill_sm90.h"
 #include "generator/spec/spec_parse.h"
 #include "runtime/launch/attention_launch.h"
 #include "runtime/driver/cuda_driver.h"
@@ -128,19 +129,37 @@ void Attention::Impl::make_current() {
   if (api->CtxGetCurrent(&current) != CUDA_SUCCESS || current != dev.context()) dev.make_current();
 }
 
-KernelSlot* Attention::Impl::sm80_prefill_ready(CUstream stream) {
-  if (KernelSlot* s = sm80_prefill.load(std::memory_order_acquire)) return s;
+template <class MakeConfig>
+KernelSlot* Attention::Impl::loaded_once(std::atomic<KernelSlot*>& memo, MakeConfig make_config, CUstream stream,
+                                         const char* what) {
+  if (KernelSlot* s = memo.load(std::memory_order_acquire)) return s;
   KernelSlot* s;
   {
     std::lock_guard lock(resolve_mutex);
-    s = slot_for(KernelKind::prefill, default_family_config(spec, KernelKind::prefill, info().arch, "prefill_sm80"));
+    s = slot_for(KernelKind::prefill, make_config());
   }
   if (!s->loaded()) {
-    check_not_capturing(stream, "attention prefill on prefill_sm80 (a call without total_k)");
+    check_not_capturing(stream, what);
     s->load(settings, device());
   }
-  sm80_prefill.store(s, std::memory_order_release);
+  memo.store(s, std::memory_order_release);
   return s;
+}
+
+KernelSlot* Attention::Impl::sm80_prefill_ready(CUstream stream) {
+  return loaded_once(
+      sm80_prefill,
+      [&] { return default_family_config(spec, KernelKind::prefill, info().arch, "prefill_sm80"); }, stream,
+      "attention prefill on prefill_sm80 (a call without total_k)");
+}
+
+Config Attention::Impl::widening_prefill_config() const {
+  return default_prefill_sm90_config(spec, KernelKind::prefill, VWiden::producer);
+}
+
+KernelSlot* Attention::Impl::widening_prefill_ready(CUstream stream) {
+  return loaded_once(widening_prefill, [&] { return widening_prefill_config(); }, stream,
+                     "attention prefill without v_prewiden (the workspace cannot hold the widened V)");
 }
 
 KernelSlot* Attention::Impl::make_ready(BucketEntry& e, CUstream stream) {
@@ -217,13 +236,17 @@ Selection Attention::select(const Problem& p, std::optional<size_t> workspace_by
   r.bucket = ShapeBucket::of(p);
   BucketEntry& e = m.entry(r.bucket, &r.cached);
   KernelSlot* s = m.serving(e, &r.origin);
+  const size_t workspace = workspace_bytes.value_or(m.workspace_size);
+  if (v_prewiden_workspace_bytes(s->plan(), (long long)std::max(1, p.batch) * p.max_seqlen_k) > workspace) {
+    std::lock_guard lock(m.resolve_mutex);  // as run(): the kernel that widens V in its producer
+    s = m.slot_for(KernelKind::prefill, m.widening_prefill_config());
+  }
   r.config = &s->plan().config;
   r.entry = &s->source().entry;
   r.kernel_loaded = s->loaded();
   const int max_q = std::max(1, p.max_seqlen_q);
   const long long total_q = std::min<long long>((long long)std::max(1, p.batch) * max_q, 1LL << 30);
-  r.num_splits = m.splits(e, *s, {p.batch, max_q, p.max_seqlen_k, int(total_q)}, 0,
-                          workspace_bytes.value_or(m.workspace_size));
+  r.num_splits = m.splits(e, *s, {p.batch, max_q, p.max_seqlen_k, int(total_q)}, 0, workspace);
   return r;
 }
 
@@ -258,6 +281,7 @@ size_t Attention::workspace_needed(const Problem& largest, int max_num_splits) {
           if (max_num_splits > 0) forcible = std::min(forcible, max_num_splits);
           const int n = std::max(m.splits(e, *s, {b, q, k, b * q}, 0, SIZE_MAX), forcible);
           most = std::max(most, attention_workspace_bytes(s->plan(), b * q, n));
+          most = std::max(most, v_prewiden_workspace_bytes(s->plan(), (long long)b * k));
         }
       }
   return most;
@@ -289,17 +313,21 @@ void Attention::run(const AttentionArgs& a, KernelKind kind, CUstream stream) {
   KernelSlot* s = m.serving(e, &origin);
   if (!s->loaded()) s = m.make_ready(e, stream);
   if (needs_total_k(s->plan()) && known_total_k(a) < 0) s = m.sm80_prefill_ready(stream);
-  m.make_current();
-
   AttentionArgs args = a;
   if (!a.workspace) {
     args.workspace = m.workspace_ptr;
     args.workspace_bytes = m.workspace_size;
   }
+  // v_prewiden widens V into the workspace: where it cannot hold it, the kernel that widens V in its
+  // producer serves the call.
+  if (v_prewiden_workspace_bytes(s->plan(), known_total_k(a)) > args.workspace_bytes)
+    s = m.widening_prefill_ready(stream);
+  m.make_current();
+
   args.num_splits = m.splits(e, *s, {a.batch, max_q, a.max_seqlen_k, a.total_q, 0, a.seqlen_k_sum}, a.num_splits,
                              args.workspace_bytes);
   const AttentionLaunch launch = prepare_attention(s->plan(), args);
-  launch_attention(s->kernel(), s->combine(), launch, stream);
+  launch_attention(s->kernel(), s->companion(), launch, stream);
 }
 
 void Attention::pin(const ShapeBucket& bucket, const TunedChoice& choice) { impl_->pin(bucket, choice); }

@@ -13,7 +13,9 @@
 // workspace holds, run() lowers it to what fits (1 at worst: no split, no workspace). A split
 // count the caller asks for explicitly (args.num_splits > 0) is lowered only by parts that would
 // be empty (past the call's last KV tile): too small a workspace is otherwise a BadCall. reserve()
-// covers every forced count.
+// covers every forced count. The same workspace holds prefill_sm90's widened V (v_prewiden: contiguous
+// int8_qkv, total_k x Hkv x Dv fp16): reserve() sizes it for prefill shapes too, and a call whose
+// workspace cannot hold it runs the kernel that widens V in its producer instead.
 #pragma once
 
 #include <cuda.h>

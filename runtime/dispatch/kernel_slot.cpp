@@ -2,6 +2,7 @@
 
 #include "runtime/driver/device.h"
 #include "runtime/dispatch/dispatch_error.h"
+#include "runtime/launch/attention_args.h"
 
 namespace attnc {
 namespace {
@@ -63,7 +64,7 @@ void KernelSlot::load(const BuildSettings& s, const Device& device) {
   device.make_current();
   module_.emplace(record_->cubin);
   kernel_.emplace(module_->kernel(source_.entry, plan_.smem_bytes));
-  if (plan_.split_kv) combine_.emplace(module_->kernel(source_.entry + "_combine", 0));
+  if (const char* suffix = companion_suffix(plan_)) companion_.emplace(module_->kernel(source_.entry + suffix, 0));
   loaded_.store(true, std::memory_order_release);
 }
 

@@ -43,7 +43,8 @@ class KernelSlot {
   bool failed() const { return failed_.load(std::memory_order_acquire); }
   // Valid once loaded().
   const Kernel& kernel() const { return *kernel_; }
-  const Kernel* combine() const { return combine_ ? &*combine_ : nullptr; }
+  // The module's second entry (companion_suffix: split-KV combine, or v_prewiden's widening).
+  const Kernel* companion() const { return companion_ ? &*companion_ : nullptr; }
 
   // Set once when a background compile of this slot has been queued.
   std::atomic<bool> queued{false};
@@ -63,7 +64,7 @@ class KernelSlot {
   std::optional<KernelOrigin> origin_;
   std::string error_;
   std::optional<Module> module_;
-  std::optional<Kernel> kernel_, combine_;
+  std::optional<Kernel> kernel_, companion_;
   std::atomic<bool> loaded_{false}, failed_{false};
   mutable std::mutex split_memo_mutex_;
   mutable SplitShape split_memo_shape_{};

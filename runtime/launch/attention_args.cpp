@@ -8,10 +8,12 @@
 #include <string>
 
 #include "attnc/params/split_combine_shape.h"
+#include "attnc/params/widen_v_shape.h"
 #include "runtime/driver/tensor_map.h"
 #include "runtime/launch/arg_checks.h"
 #include "runtime/launch/error_message.h"
 #include "runtime/launch/int8_args.h"
+#include "generator/plan/plan_prefill_sm90.h"
 
 namespace attnc {
 namespace {
@@ -213,7 +215,35 @@ void set_tensor_maps(AttentionLaunch& l, const KernelPlan& plan, const Attention
   // Mixed tiles: boxes of one narrow tile (a wide one takes two); paired tiles: of one sparse block.
   const int box = plan.config.mixed_tiles || plan.config.paired_tiles ? bn / 2 : bn;
   l.maps.k = tensor_map("k", p.k, qk_cols, s.num_kv_heads, total_k, p.k_head_stride, p.k_row_stride, box);
-  l.maps.v = tensor_map("v", p.v, v_cols, s.num_kv_heads, total_k, p.v_head_stride, p.v_row_stride, box);
+  if (plan.config.v_prewiden)  // the fp16 workspace set_v_prewiden fills: [total_k, Hkv, Dv]
+    l.maps.v = tensor_map("the widened v (workspace)", p.v_wide, plan.head_dim_v, s.num_kv_heads, total_k,
+                          plan.head_dim_v, (long long)s.num_kv_heads * plan.head_dim_v, box);
+  else
+    l.maps.v = tensor_map("v", p.v, v_cols, s.num_kv_heads, total_k, p.v_head_stride, p.v_row_stride, box);
+}
+
+// v_prewiden (contiguous int8_qkv on prefill_sm90): `<entry>_widen_v` widens the int8 v into the
+// workspace, 16-byte pieces of its rows, before the kernel reads it there.
+void set_v_prewiden(AttentionLaunch& l, const KernelPlan& plan, const AttentionArgs& a) {
+  AttentionParams& p = l.params;
+  const int total_k = known_total_k(a);
+  require(total_k >= 0, "v_prewiden widens the total_k rows of v and needs total_k (or host cu_seqlens_k)");
+  const size_t need = v_prewiden_workspace_bytes(plan, total_k);
+  require(a.workspace != nullptr && a.workspace_bytes >= need, "v_prewiden widens v into a workspace of ",
+          (long long)need, " bytes (total_k x Hkv x head_dim_v x 2), got ", (long long)a.workspace_bytes,
+          " (reserve() sizes it; the kernel without v_prewiden needs none)");
+  require(reinterpret_cast<std::uintptr_t>(a.workspace) % 16 == 0, "workspace must be 16-byte aligned");
+  // The int8 strides are in 2-byte units here (set_int8_params halved them).
+  require(reinterpret_cast<std::uintptr_t>(p.v) % 16 == 0, "v must be 16-byte aligned for v_prewiden (16-byte pieces)");
+  for (long long stride : {p.v_row_stride, p.v_head_stride})
+    require(stride % 8 == 0, "v strides must be multiples of 16 int8 elements for v_prewiden (16-byte pieces), got ",
+            2 * stride);
+  p.v_wide = static_cast<unsigned short*>(a.workspace);
+  p.total_k = total_k;
+  const long long pieces = (long long)total_k * plan.kv_heads() * (plan.head_dim_v / 16);
+  l.widen_v = pieces > 0;  // no rows: nothing to widen, and a grid of 0 blocks cannot launch
+  l.widen_grid.x = unsigned(std::min<long long>((pieces + kWidenVThreads - 1) / kWidenVThreads, 1 << 20));
+  l.widen_block.x = unsigned(kWidenVThreads);
 }
 
 // mla_decode's map over the latent cache: (576 columns, page_size slots, pages), boxes of 64
@@ -394,6 +424,7 @@ AttentionLaunch prepare_attention(const KernelPlan& plan, const AttentionArgs& a
   l.grid.z = unsigned(blocks_z);
   l.block.x = unsigned(plan.threads);
   l.smem_bytes = plan.smem_bytes;
+  if (plan.config.v_prewiden) set_v_prewiden(l, plan, a);
   if (is_prefill_sm90(plan)) set_tensor_maps(l, plan, a);
   l.persistent = is_prefill_sm90(plan) && plan.config.persistent;
   if (mla) set_latent_cache_map(l, plan, a);

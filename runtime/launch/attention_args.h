@@ -88,7 +88,9 @@ struct AttentionArgs {
   // 1 = off. Attention::run takes 0 to decide it there, and max_seqlen_k picks its shape bucket.
   int num_splits = 1;
   int max_seqlen_k = 0;   // host bound on KV lengths (0: unknown)
-  void* workspace = nullptr;   // >= attention_workspace_bytes(plan, total_q, num_splits)
+  // >= attention_workspace_bytes(plan, total_q, num_splits); prefill_sm90 v_prewiden:
+  // >= v_prewiden_workspace_bytes(plan, total_k) (generator/plan/plan_prefill_sm90.h)
+  void* workspace = nullptr;
   size_t workspace_bytes = 0;
 
   const AttentionHostMetadata* host = nullptr;  // optional: enables page-table content checks
@@ -135,7 +137,18 @@ struct AttentionLaunch {
   // prefill_sm90 persistent: `grid` counts the items; the launch runs min(items, SMs) blocks in one
   // line (persistent_grid), each walking its rounds of items.
   bool persistent = false;
+  // prefill_sm90 v_prewiden: the `<entry>_widen_v` entry before the kernel, on the same stream.
+  bool widen_v = false;
+  GridDims widen_grid, widen_block;
 };
+
+// The entry a plan's module holds beside its kernel, which launch_attention runs with it:
+// "_combine" after a split-KV launch, "_widen_v" before a v_prewiden one; null when none.
+inline const char* companion_suffix(const KernelPlan& plan) {
+  if (plan.split_kv) return "_combine";
+  if (plan.config.v_prewiden) return "_widen_v";
+  return nullptr;
+}
 
 // (The kernel reads any grid as one line: with the SM count unknown, one block per item.)
 inline GridDims persistent_grid(const GridDims& items, int sm_count) {

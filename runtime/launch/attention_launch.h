@@ -1,5 +1,6 @@
 // Enqueues one prepared attention call: the kernel, then (split-KV) its combine entry on the same
-// stream. Allocates nothing, never synchronises: capturable in a CUDA graph.
+// stream, or (v_prewiden) its widening entry and then the kernel. Allocates nothing, never
+// synchronises: capturable in a CUDA graph.
 #pragma once
 
 #include <cuda.h>
@@ -9,8 +10,8 @@
 
 namespace attnc {
 
-// `combine` is the plan's `<entry>_combine` kernel; it may be null when the launch does not split
-// (BadCall otherwise).
-void launch_attention(const Kernel& kernel, const Kernel* combine, const AttentionLaunch&, CUstream);
+// `companion` is the plan's second entry (companion_suffix: `<entry>_combine` or
+// `<entry>_widen_v`); it may be null when the launch needs none (BadCall otherwise).
+void launch_attention(const Kernel& kernel, const Kernel* companion, const AttentionLaunch&, CUstream);
 
 }  // namespace attnc

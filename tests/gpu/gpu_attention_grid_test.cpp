@@ -19,6 +19,7 @@
 
 #include "generator/emit/emit.h"
 #include "runtime/driver/cuda_driver.h"
+#include "runtime/launch/attention_args.h"
 #include "runtime/driver/device.h"
 #include "runtime/driver/module.h"
 #include "runtime/compiler/nvrtc_compiler.h"
@@ -117,7 +118,7 @@ class AttentionGrid : public ::testing::TestWithParam<GridCase> {
       try {
         k.module.emplace(ck.cubin);
         k.kernel.emplace(k.module->kernel(ck.entry, plans[i].smem_bytes));
-        if (plans[i].split_kv) k.combine.emplace(k.module->kernel(ck.entry + "_combine"));
+        if (const char* suffix = companion_suffix(plans[i])) k.combine.emplace(k.module->kernel(ck.entry + suffix));
       } catch (const std::exception& e) {
         k.error = e.what();
       }

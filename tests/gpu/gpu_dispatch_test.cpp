@@ -2,7 +2,8 @@
 // prefill and paged decode (vLLM layout, shuffled pages, split-KV from a reserved workspace); the
 // tuned path (a hand-written record choosing block_n 32 and 3 splits); JIT off on an empty cache;
 // a CUDA graph captured around run() and replayed on fresh inputs; a background compile that
-// serves the heuristic kernel first and the tuned one once built. Skips without a GPU.
+// serves the heuristic kernel first and the tuned one once built; int8_qkv prefill with and without
+// the reserved workspace its V widening needs. Skips without a GPU.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include <numeric>
 
 #include "runtime/dispatch/dispatcher.h"
+#include "check/int8_inputs.h"
 #include "check/reference.h"
 #include "tests/gpu/ops_gpu_util.h"
 #include "tests/unit/cache/cache_test_util.h"
@@ -158,48 +160,88 @@ class GpuDispatch : public ::testing::Test {
   std::unique_ptr<Stream> stream_;  // after the GPU check: constructing one needs the driver
 };
 
+// The ragged prefill batch of the prefill tests: queries (1, 37, 200) over keys (5, 37, 300).
+const std::vector<int> kPrefillCuQ = prefix_sum({1, 37, 200}), kPrefillCuK = prefix_sum({5, 37, 300});
+
+// One contiguous prefill call through `att` on q, k, v (device; `extra` sets what else the spec
+// needs), the bf16 output poisoned first, compared with the causal float64 reference of qx, kx, vx.
+template <class Extra>
+void run_prefill_and_compare(Attention& att, Stream& stream, const DeviceBuffer& q, const DeviceBuffer& k,
+                             const DeviceBuffer& v, int total_k, const std::vector<double>& qx,
+                             const std::vector<double>& kx, const std::vector<double>& vx, const char* what,
+                             Extra extra) {
+  const std::vector<int>&cq = kPrefillCuQ, &ck = kPrefillCuK;
+  DeviceBuffer o(size_t(cq.back()) * kHq * kD * 2), dcq = DeviceBuffer::from(cq), dck = DeviceBuffer::from(ck);
+  o.memset(0xff);
+  test_gpu()->synchronize();  // the legacy stream's copies and memset, before the test's stream reads
+  AttentionArgs a;
+  a.q = q.as<void>();
+  a.k = k.as<void>();
+  a.v = v.as<void>();
+  a.o = o.as<void>();
+  a.cu_seqlens_q = dcq.as<int>();
+  a.cu_seqlens_k = dck.as<int>();
+  a.batch = 3;
+  a.total_q = cq.back();
+  a.total_k = total_k;
+  a.max_seqlen_q = 200;
+  a.max_seqlen_k = 300;
+  extra(a);
+  att.run(a, KernelKind::prefill, stream.handle());
+  stream.synchronize();
+  ReferenceOptions opt;
+  opt.head_dim = opt.head_dim_v = kD;
+  opt.num_q_heads = kHq;
+  opt.num_kv_heads = kHkv;
+  opt.causal = true;
+  std::vector<double> ref, lse;
+  reference_attention_parallel(opt, cq, ck, qx, kx, vx, ref, lse);
+  expect_matches(o.download<std::uint16_t>(), ref, what);
+}
+
 // With total_k, and without it (a caller that predates the field): on sm_90a the second call is
 // served by prefill_sm80, since prefill_sm90's tensor maps need the rows of k and v.
 TEST_F(GpuDispatch, PrefillMatchesReference) {
   Attention att(spec_, options());
-  const std::vector<int> lq{1, 37, 200}, lk{5, 37, 300};
-  const std::vector<int> cq = prefix_sum(lq), ck = prefix_sum(lk);
-  for (const int total_k : {ck.back(), -1}) {
+  const int total_q = kPrefillCuQ.back(), rows_k = kPrefillCuK.back();
+  for (const int total_k : {rows_k, -1}) {
     SCOPED_TRACE("total_k " + std::to_string(total_k));
     std::mt19937_64 rng(fresh_seed());
-    std::vector<double> qx, kx, vx, ref, lse;
-    DeviceBuffer q = DeviceBuffer::from(random_half(DType::bf16, size_t(cq.back()) * kHq * kD, rng, &qx));
-    DeviceBuffer k = DeviceBuffer::from(random_half(DType::bf16, size_t(ck.back()) * kHkv * kD, rng, &kx));
-    DeviceBuffer v = DeviceBuffer::from(random_half(DType::bf16, size_t(ck.back()) * kHkv * kD, rng, &vx));
-    DeviceBuffer o(size_t(cq.back()) * kHq * kD * 2), dcq = DeviceBuffer::from(cq), dck = DeviceBuffer::from(ck);
-    o.memset(0xff);
-    test_gpu()->synchronize();  // the legacy stream's copies and memset, before the test's stream reads
-    AttentionArgs a;
-    a.q = q.as<void>();
-    a.k = k.as<void>();
-    a.v = v.as<void>();
-    a.o = o.as<void>();
-    a.cu_seqlens_q = dcq.as<int>();
-    a.cu_seqlens_k = dck.as<int>();
-    a.batch = 3;
-    a.total_q = cq.back();
-    a.total_k = total_k;
-    a.max_seqlen_q = 200;
-    a.max_seqlen_k = 300;
-    att.run(a, KernelKind::prefill, stream_->handle());
-    stream_->synchronize();
-    ReferenceOptions opt;
-    opt.head_dim = opt.head_dim_v = kD;
-    opt.num_q_heads = kHq;
-    opt.num_kv_heads = kHkv;
-    opt.causal = true;
-    reference_attention_parallel(opt, cq, ck, qx, kx, vx, ref, lse);
-    expect_matches(o.download<std::uint16_t>(), ref, "prefill");
+    std::vector<double> qx, kx, vx;
+    DeviceBuffer q = DeviceBuffer::from(random_half(DType::bf16, size_t(total_q) * kHq * kD, rng, &qx));
+    DeviceBuffer k = DeviceBuffer::from(random_half(DType::bf16, size_t(rows_k) * kHkv * kD, rng, &kx));
+    DeviceBuffer v = DeviceBuffer::from(random_half(DType::bf16, size_t(rows_k) * kHkv * kD, rng, &vx));
+    run_prefill_and_compare(att, *stream_, q, k, v, total_k, qx, kx, vx, "prefill", [](AttentionArgs&) {});
   }
   const Selection s = att.select({KernelKind::prefill, 3, 200, 300});
   EXPECT_EQ(s.origin, ChoiceOrigin::heuristic);
   EXPECT_TRUE(s.cached);
   EXPECT_TRUE(s.kernel_loaded);
+}
+
+// int8_qkv prefill: without a workspace the kernel whose producer widens V serves the call; once
+// reserve() has sized one, V is widened once per call into it (v_prewiden). Both against the float64
+// reference on the dequantised inputs, the output poisoned before each call.
+TEST_F(GpuDispatch, Int8QkvPrefillWidensVInTheReservedWorkspaceElseInTheProducer) {
+  Attention att(test::as_int8_qkv(spec_), options());
+  const Problem largest{KernelKind::prefill, 3, 200, 300};
+  for (const bool reserved : {false, true}) {
+    SCOPED_TRACE(reserved ? "reserved" : "no workspace");
+    if (reserved) att.reserve(largest);
+    EXPECT_EQ(att.select(largest).config->v_prewiden, reserved);
+    std::mt19937_64 rng(fresh_seed());
+    const Int8Inputs in = random_int8_inputs(Int8Mode::qkv, DType::bf16, kPrefillCuQ.back(), kPrefillCuK.back(), kHq,
+                                             kHkv, kD, kD, rng);
+    DeviceBuffer q = DeviceBuffer::from(in.q), k = DeviceBuffer::from(in.k), v = DeviceBuffer::from(in.v);
+    DeviceBuffer qs = DeviceBuffer::from(in.q_scale), ks = DeviceBuffer::from(in.k_token_scale),
+                 vs = DeviceBuffer::from(in.v_channel_scale);
+    run_prefill_and_compare(att, *stream_, q, k, v, kPrefillCuK.back(), in.q_exact, in.k_exact, in.v_exact,
+                            reserved ? "int8_qkv prefill v_prewiden" : "int8_qkv prefill", [&](AttentionArgs& a) {
+                              a.q_scale = qs.as<float>();
+                              a.k_token_scale = ks.as<float>();
+                              a.v_channel_scale = vs.as<float>();
+                            });
+  }
 }
 
 TEST_F(GpuDispatch, DecodeSplitsIntoTheReservedWorkspace) {

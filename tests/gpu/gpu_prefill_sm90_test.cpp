@@ -66,7 +66,8 @@ std::string source(const Sm90Case& c, const std::string& entry) {
                 "  static constexpr bool kPaged = false;\n  static constexpr bool kPersistent = false;\n"
                 "  static constexpr bool kMixedTiles = false;\n"
                 "  static constexpr bool kPairedTiles = false;\n"
-                "  static constexpr bool kPagedGather = false;\n};\n",
+                "  static constexpr bool kPagedGather = false;\n"
+                "  static constexpr bool kVPrewiden = false;\n};\n",
                 c.dtype == DType::bf16 ? "bf16_t" : "fp16_t", c.d, c.dv, c.hq / c.hkv, 64 * c.config.warpgroups,
                 c.config.block_n, c.config.stages, c.config.warpgroups, b(c.config.pingpong), c.mask,
                 b(c.softcap > 0), c.alibi, b(c.sinks), c.lse);

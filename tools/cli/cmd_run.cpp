@@ -8,6 +8,7 @@
 #include "generator/generate.h"
 #include "generator/spec/spec_parse.h"
 #include "check/attention_check.h"
+#include "runtime/launch/attention_args.h"
 #include "runtime/driver/cuda_driver.h"
 #include "runtime/driver/device.h"
 #include "runtime/compiler/kernel_builder.h"
@@ -105,7 +106,7 @@ void run_run(const RunOptions& o) {
   Kernel kernel = module.kernel(built.record.entry);
   kernel.reserve_dynamic_smem(plan.smem_bytes);
   std::optional<Kernel> combine;
-  if (plan.split_kv) combine = module.kernel(built.record.entry + "_combine");
+  if (const char* suffix = companion_suffix(plan)) combine = module.kernel(built.record.entry + suffix);
 
   c.seed = o.seed;
   c.check = o.check;

@@ -37,8 +37,9 @@
 //   Element (bf16_t | fp16_t), kHeadDim, kHeadDimV (multiples of 8, <= 256, Dv's 64-column blocks
 //   no more than D's), kGroup, kBlockM (= 64 * kConsumerWarpgroups), kBlockN, kStages,
 //   kConsumerWarpgroups (2 or 3), kPingpong, kMask (MaskKind), kSoftcap, kAlibi (Alibi), kSinks,
-//   kLse (LseOut), kPaged, kPersistent, kMixedTiles, kPairedTiles, kPagedGather; int8 kernels also kInt8 (Q·Kᵀ
-//   on s8 wgmma; int8_qkv's V widened by the producer: prefill_sm90_int8.cuh).
+//   kLse (LseOut), kPaged, kPersistent, kMixedTiles, kPairedTiles, kPagedGather, kVPrewiden; int8 kernels also kInt8 (Q·Kᵀ
+//   on s8 wgmma; int8_qkv's V widened by the producer, or with kVPrewiden once per call by
+//   prefill_sm90_widen_v.cuh: prefill_sm90_int8.cuh).
 #pragma once
 
 #include "attnc/features/alibi.cuh"
@@ -108,7 +109,7 @@ struct PrefillSm90 {
   static_assert(!(Int8::kOn && kGather), "the gather copies 16-bit caches (int8 keeps TMA)");
   static_assert(!(Int8::kOn && kPersistent),
                 "persistent int8 blocks are not verified on a GPU (the planner refuses persistent for int8)");
-  using PE = typename conditional<Int8::kWidenV, fp16_t, E>::type;  // P·V's element type: fp16 over widened V
+  using PE = typename conditional<Int8::kFp16V, fp16_t, E>::type;  // P·V's element type: fp16 over widened V
   using QTile = SwizzledTile<BM, Int8::kQkCols>;
   using KTile = SwizzledTile<BN, Int8::kQkCols>;
   using VTile = SwizzledTile<BN, DV>;
@@ -706,7 +707,6 @@ struct PrefillSm90 {
     template <int NQ>
     __device__ __forceinline__ void first(int tile) {
       auto& sq = cols<NQ>(s);
-      Int8::preset(s);  // ATTNC_INT8_ACC_PRESET only, as at the end of each step
       wait_full(&sm.bar->k_full[stage(0)], phase(0));
       wgmma_fence();
       issue_qk<NQ>(sq, qf, sm, cw, stage(0));
@@ -718,7 +718,6 @@ struct PrefillSm90 {
       logits<NQ>(sq, tile);
       int8.softmax_update(softmax, sq, rescale, typename OnlineSoftmax<2>::NoHook{});
       to_operand<NQ>(sq, ksteps<NQ>(pf));
-      Int8::preset(s);
       st.begin();
     }
 
@@ -758,10 +757,6 @@ struct PrefillSm90 {
       OnlineSoftmax<2>::rescale_o(o, rescale);
       this->st.mark(kPhaseRescale);
       to_operand<NQ>(sq, ksteps<NQ>(pf));
-      // ATTNC_INT8_ACC_PRESET only: S, dead once packed, preset for the next Q·Kᵀ here, where ptxas
-      // interleaves the moves with the packs before the token wait (preset at the next step's top,
-      // it put 62 of the 64 after the token wait, on the way to the wgmma issue).
-      Int8::preset(s);
       this->st.mark(kPhasePack);
       this->st.step_done();
     }

@@ -26,15 +26,9 @@
 // that arrival), so the consumers read them from shared memory after the product, holding no
 // registers across it (fetching them into registers under the wgmma spilled at d128). K/V rows
 // past the request read the next request's scales or zeros and are masked.
-//
-// ATTNC_INT8_ACC_PRESET (opt-in, for the A/B; docs/kernels-int8.md "The s32 accumulator preset"):
-// the score registers are preset to the bits of 1.5 * 2^23 before Q·Kᵀ, which then accumulates onto
-// them (scale-d = 1), so each s32 sum arrives as the float 1.5 * 2^23 + sum (features/s32_preset.cuh)
-// and a score costs one FFMA with its key's bias (one FMUL per key) where it costs I2FP + FMUL.
 #pragma once
 
 #include "attnc/features/int8_scales.cuh"
-#include "attnc/features/s32_preset.cuh"
 #include "attnc/features/score.cuh"
 #include "attnc/params/params.h"
 #include "attnc/sm90/fence.cuh"
@@ -60,13 +54,11 @@ struct PrefillInt8 {
   // The row scale (q scale, or kFold16's) applied by the softmax (update_rows<true>) rather than to
   // each score: only where nothing between the scores and the softmax needs the true logits.
   static constexpr bool kRowScaleInSoftmax = (kOn || kFold16) && !T::kSoftcap && T::kAlibi == Alibi::none;
-#ifdef ATTNC_INT8_ACC_PRESET
-  static constexpr bool kPreset = kOn;
-#else
-  static constexpr bool kPreset = false;
-#endif
-  static_assert(!kPreset || D <= kS32PresetMaxDepth, "the preset converts sums of at most 256 int8 products exactly");
-  static constexpr bool kWidenV = kMode == Int8Mode::qkv;  // V widened by the producer, scaled in the epilogue
+  // int8_qkv: V is fp16 in shared memory (P·V in fp16) and scaled per channel in the epilogue; it is
+  // widened by the producer, or (T::kVPrewiden) once per call by `<entry>_widen_v` into a 16-bit
+  // workspace that TMA loads as int8_qk's V (prefill_sm90_widen_v.cuh).
+  static constexpr bool kFp16V = kMode == Int8Mode::qkv;
+  static constexpr bool kWidenV = kFp16V && !T::kVPrewiden;  // V widened by the producer
   // Columns of the Q and K tiles in 2-byte units: one per int8 pair.
   static constexpr int kQkCols = kOn ? (D + 1) / 2 : D;
   static constexpr int KSTEPS = (D + 31) / 32;  // k32 steps; TMA zero-fills the columns past D
@@ -98,30 +90,13 @@ struct PrefillInt8 {
   float qs[2];  // q_scale of this thread's two rows times the transform's multiplier (0 past the request);
                 // kFold16: scale * log2 e
 
-  // kPreset: the score registers the next Q·Kᵀ accumulates onto, before its wgmma_fence (a
-  // register write the wgmma reads must precede the fence).
-  template <int NT>
-  __device__ static void preset(float (&s)[NT][4]) {
-    if constexpr (kPreset) {
-      int(&si)[NT][4] = reinterpret_cast<int(&)[NT][4]>(s);
-#pragma unroll
-      for (int i = 0; i < NT; ++i)
-#pragma unroll
-        for (int c = 0; c < 4; ++c) si[i][c] = kS32PresetBits;
-      // Each register written here (without it NVVM sinks the one constant to the wgmma, and ptxas
-      // makes the 64 copies after the token wait, on the way to the IGMMA issue; checked in SASS).
-      fence_operand(si);
-    }
-  }
-
-  // S (as s32, in s's registers; kPreset: added to the preset) = Q Kᵀ for the warpgroup's 64 rows at
-  // q_row0; issued, not waited.
+  // S (as s32, in s's registers) = Q Kᵀ for the warpgroup's 64 rows at q_row0; issued, not waited.
   template <class QTile, class KTile>
   __device__ static void issue_qk(float (&s)[BN / 8][4], u32 q, u32 k, int q_row0) {
     int(&si)[BN / 8][4] = reinterpret_cast<int(&)[BN / 8][4]>(s);
 #pragma unroll
     for (int kk = 0; kk < KSTEPS; ++kk)
-      wgmma_s8_ss<BN>(si, QTile::desc_k_major(q, q_row0, kk), KTile::desc_k_major(k, 0, kk), kPreset || kk > 0);
+      wgmma_s8_ss<BN>(si, QTile::desc_k_major(q, q_row0, kk), KTile::desc_k_major(k, 0, kk), kk > 0);
   }
 
   // Producer warp: the scales of keys [n0, n0 + BN) of the request (0 past sk, masked there) into
@@ -228,7 +203,7 @@ struct PrefillInt8 {
   // int8_qkv: v_channel_scale of this thread's output columns d and d + 1 (1 past Dv, in the padding).
   template <int DV>
   __device__ static float2 v_scale(const AttentionParams& p, int kv_head, int d) {
-    if constexpr (kWidenV) {
+    if constexpr (kFp16V) {
       const float* vs = p.v_channel_scale + kv_head * DV;
       return make_float2(d < DV ? vs[d] : 0.f, d + 1 < DV ? vs[d + 1] : 0.f);
     }
@@ -270,20 +245,6 @@ struct PrefillInt8 {
 #pragma unroll
       for (int i = 0; i < BN / 8; ++i) {
         const float2 k = *reinterpret_cast<const float2*>(ring + i * 8 + col0);
-        if constexpr (kPreset) {  // s holds 1.5 * 2^23 + sum as floats: one FFMA a score, one FMUL a key
-          const float bx = s32_preset_bias(k.x), by = s32_preset_bias(k.y);
-          s[i][0] = s32_preset_scaled(s[i][0], k.x, bx);
-          s[i][1] = s32_preset_scaled(s[i][1], k.y, by);
-          s[i][2] = s32_preset_scaled(s[i][2], k.x, bx);
-          s[i][3] = s32_preset_scaled(s[i][3], k.y, by);
-          if constexpr (!kRowScaleInSoftmax) {  // else the q scale waits for the softmax
-            s[i][0] *= qs[0];
-            s[i][1] *= qs[0];
-            s[i][2] *= qs[1];
-            s[i][3] *= qs[1];
-          }
-          continue;
-        }
         const int lo0 = si[i][0], lo1 = si[i][1], hi0 = si[i][2], hi1 = si[i][3];
         if constexpr (kRowScaleInSoftmax) {  // the q scale waits for the softmax
           s[i][0] = float(lo0) * k.x;

@@ -108,6 +108,10 @@ struct AttentionParams {
   // The host's bound on KV lengths (0: unknown): decode_bw sizes its split-KV parts from it
   // (block_range_even_parts).
   int max_seqlen_k;
+  // prefill_sm90 v_prewiden (int8_qkv, contiguous): `<entry>_widen_v` widens the total_k rows of the
+  // int8 v into v_wide, the dense [total_k, Hkv, Dv] fp16 workspace the kernel then reads as V.
+  unsigned short* v_wide;
+  int total_k;
 };
 
 }  // namespace attnc

@@ -6,6 +6,7 @@
 #include "generator/emit/emit.h"
 #include "generator/plan/plan_attention.h"
 #include "generator/plan/plan_prefill_sm90.h"
+#include "tests/unit/generator/plan_refusal_util.h"
 
 namespace attnc {
 namespace {
@@ -61,15 +62,7 @@ TEST(PlanPagedGather, NameJsonTraitsAndSharedMemory) {
             std::string::npos);
 }
 
-void expect_refused(const Spec& s, KernelKind kind, const std::string& config, const std::string& why) {
-  const Config c = Config::from_json(config, default_config(s, kind, "sm_90a"));
-  try {
-    plan_kernel(s, kind, c, "sm_90a");
-    FAIL() << "planned " << config;
-  } catch (const BadConfig& e) {
-    EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
-  }
-}
+using test::expect_refused;
 
 TEST(PlanPagedGather, RefusedWhereItCannotRun) {
   expect_refused(llama3(), KernelKind::prefill, R"({"paged_gather": true})",

@@ -26,6 +26,13 @@ mask: causal
 kernels: [prefill, decode]
 )";
 
+// `s` as an int8_qkv spec (int8 Q, K and V, an int8 KV cache).
+inline Spec as_int8_qkv(Spec s) {
+  s.quant = QuantMode::int8_qkv;
+  s.kv_cache.dtype = KvDType::int8;
+  return s;
+}
+
 inline DeviceInfo test_device() { return {"Test GPU", "sm_90a", 132, 13000}; }
 
 // The key the tuner writes under (runtime/dispatch/tuning_key.h), for a bucket label such as "b4.q1.k1024".

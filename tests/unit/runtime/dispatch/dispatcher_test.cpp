@@ -7,6 +7,7 @@
 
 #include <cstdlib>
 
+#include "generator/plan/plan_prefill_sm90.h"
 #include "runtime/driver/cuda_driver.h"
 #include "runtime/driver/device.h"
 #include "tests/unit/cache/cache_test_util.h"
@@ -215,6 +216,28 @@ TEST_F(Dispatcher, WorkspaceNeededCoversEveryForcedCount) {
   for (int b = 1; b <= 32; ++b)
     EXPECT_EQ(att.select({KernelKind::decode, b, 1, 8192}, capped).num_splits,
               att.select({KernelKind::decode, b, 1, 8192}, SIZE_MAX).num_splits);
+}
+
+// int8_qkv prefill with V widened once per call (v_prewiden) lives in the workspace: reserve() sizes
+// it for prefill shapes, and a call whose workspace cannot hold the widened V gets the kernel that
+// widens V in its producer (the heuristic's tiles for that path).
+TEST_F(Dispatcher, VPrewidenNeedsTheWorkspaceElseTheProducerWidens) {
+  const Spec s = test::as_int8_qkv(spec_);
+  Attention att(s, options());
+  const Problem call{KernelKind::prefill, 2, 512, 512};
+  TunedChoice once;
+  once.config = default_prefill_sm90_config(s, KernelKind::prefill, VWiden::once_per_call);
+  ASSERT_TRUE(once.config.v_prewiden);
+  att.pin(ShapeBucket::of(call), once);
+  const size_t widened = size_t(2) * 512 * s.num_kv_heads * s.head_dim_v * 2;  // batch x max_seqlen_k rows
+  EXPECT_TRUE(att.select(call, widened).config->v_prewiden);
+  const Selection small = att.select(call, widened - 1);
+  EXPECT_EQ(*small.config, default_prefill_sm90_config(s, KernelKind::prefill, VWiden::producer));
+  EXPECT_FALSE(att.select(call).config->v_prewiden);  // nothing reserved
+  // reserve() covers it; with the heuristic (no pin) it covers what the heuristic runs.
+  EXPECT_GE(att.workspace_needed(call), widened);
+  Attention heuristic(s, options());
+  EXPECT_EQ(heuristic.workspace_needed(call), kVPrewidenIsDefault ? widened : 0u);
 }
 
 TEST_F(Dispatcher, KindsTheSpecLacks) {

@@ -135,12 +135,21 @@ TEST(Int8Plan, ContiguousInt8PrefillIsPrefillSm90) {
     ASSERT_EQ(p.family, "prefill_sm90");
     EXPECT_EQ(p.int8, s.quant == QuantMode::int8_qk ? Int8Mode::qk : Int8Mode::qkv);
     // d128, 2 stages: Q region (the 16-bit output's M x 128) + K (N x 64 pairs) and 16-bit V rings
-    // + 2 x N key scales + 9 barriers + 1 KiB alignment; int8_qk m128n128, int8_qkv m192n64 (each
-    // widened V tile serves 192 rows) with the raw int8 V ring (2 x N x 128 bytes) and its 4 barriers.
+    // + 2 x N key scales + 9 barriers + 1 KiB alignment, m128n128; int8_qkv the same with its V
+    // widened once per call into the workspace (v_prewiden: no raw V ring).
     const bool v8 = s.quant == QuantMode::int8_qkv;
-    const int m = v8 ? 192 : 128, n = v8 ? 64 : 128, raw_v = v8 ? 2 * n * 128 + 8 * 4 : 0;
-    EXPECT_EQ(p.config.short_name(), v8 ? "m192n64w16s2" : "m128n128w12s2");
-    EXPECT_EQ(p.smem_bytes, 1024 + 2 * (m * 128 + 2 * n * (64 + 128)) + 4 * 2 * n + 8 * 9 + raw_v);
+    const int m = 128, n = 128;
+    EXPECT_EQ(p.config.short_name(), v8 ? "m128n128w12s2vw" : "m128n128w12s2");
+    EXPECT_EQ(p.smem_bytes, 1024 + 2 * (m * 128 + 2 * n * (64 + 128)) + 4 * 2 * n + 8 * 9);
+    // Where no workspace is given: the producer widens, m192n64 (each widened V tile serves 192
+    // rows), with the raw int8 V ring (2 x N x 128 bytes) and its 4 barriers.
+    if (v8) {
+      const KernelPlan producer =
+          plan_kernel(s, KernelKind::prefill, default_prefill_sm90_config(s, KernelKind::prefill, VWiden::producer),
+                      "sm_90a");
+      EXPECT_EQ(producer.config.short_name(), "m192n64w16s2");
+      EXPECT_EQ(producer.smem_bytes, 1024 + 2 * (192 * 128 + 2 * 64 * (64 + 128)) + 4 * 2 * 64 + 8 * 9 + 2 * 64 * 128 + 8 * 4);
+    }
   }
   EXPECT_NE(emit_kernel(plan_for(qk, KernelKind::prefill)).source.find("kInt8 = attnc::Int8Mode::qk;"),
             std::string::npos);
@@ -256,6 +265,32 @@ TEST(Int8Args, BadCallsNameTheProblem) {
                                                                             R"({"family":"prefill_sm80"})"),
                                      "sm_90a");
   expect_bad(p16, plain, "q_scale/k_token_scale/v_channel_scale given but the spec has no int8 quant");
+}
+
+// v_prewiden (contiguous int8_qkv on prefill_sm90): the call needs total_k and a workspace for the
+// widened V, and 16-byte pieces of v; the checks come before the tensor maps (no driver needed).
+TEST(Int8Args, VPrewidenNeedsItsWorkspace) {
+  const Spec s = int8_llama(QuantMode::int8_qkv);
+  const KernelPlan plan = plan_kernel(
+      s, KernelKind::prefill, default_prefill_sm90_config(s, KernelKind::prefill, VWiden::once_per_call), "sm_90a");
+  ASSERT_TRUE(plan.config.v_prewiden);
+  EXPECT_STREQ(companion_suffix(plan), "_widen_v");
+  AttentionArgs a = good_args(false);
+  expect_bad(plan, a, "v_prewiden widens the total_k rows of v and needs total_k");
+  a.total_k = 1000;
+  expect_bad(plan, a, "v_prewiden widens v into a workspace of 2048000 bytes (total_k x Hkv x head_dim_v x 2), got 0");
+  a.workspace = reinterpret_cast<void*>(0xb0000);
+  a.workspace_bytes = 2048000 - 2;
+  expect_bad(plan, a, "got 2047998");
+  a.workspace_bytes = 2048000;
+  a.workspace = reinterpret_cast<void*>(0xb0008);
+  expect_bad(plan, a, "workspace must be 16-byte aligned");
+  a.workspace = reinterpret_cast<void*>(0xb0000);
+  a.v_row_stride = 8 * 128 + 8;  // int8 elements: 8 bytes past a 16-byte piece
+  expect_bad(plan, a, "v strides must be multiples of 16 int8 elements for v_prewiden (16-byte pieces), got 1032");
+  const KernelPlan producer = plan_kernel(
+      s, KernelKind::prefill, default_prefill_sm90_config(s, KernelKind::prefill, VWiden::producer), "sm_90a");
+  EXPECT_EQ(companion_suffix(producer), nullptr);
 }
 
 }  // namespace

@@ -1,0 +1,42 @@
+// prefill_sm90 v_prewiden (contiguous int8_qkv): the module's `<entry>_widen_v`, launched before the
+// attention kernel on the same stream, widens the whole int8 V [total_k, Hkv, Dv] (any row and head
+// strides, 16-byte aligned) into the dense fp16 workspace p.v_wide [total_k, Hkv, Dv], which the
+// kernel then loads by TMA as int8_qk loads its 16-bit V. Once per call instead of once per (query
+// block, q head) in the producer (128 times at B4 S4096 g4), with the producer's conversion (the same
+// fp16 bits: exact for int8). One 16-byte piece of a row per thread: memory-bound, 3 bytes moved per
+// value (docs/kernels-int8.md, "V widened once per call").
+#pragma once
+
+#include "attnc/families/prefill_sm90.cuh"
+#include "attnc/params/widen_v_shape.h"
+
+namespace attnc {
+
+template <class T>
+struct PrefillWidenV {
+  using Int8 = typename PrefillSm90<T>::Int8;
+  static constexpr int DV = T::kHeadDimV;
+  static constexpr int kPieces = DV / 16;  // 16-byte pieces of an int8 row (the planner takes Dv % 16 == 0)
+  static_assert(DV % 16 == 0, "int8 V rows in 16-byte pieces");
+
+  __device__ static void run(const AttentionParams& p) {
+    const long long pieces = (long long)p.total_k * p.num_kv_heads * kPieces;
+    const unsigned char* v = static_cast<const unsigned char*>(p.v);
+    for (long long i = (long long)blockIdx.x * kWidenVThreads + threadIdx.x; i < pieces;
+         i += (long long)gridDim.x * kWidenVThreads) {
+      const int piece = int(i % kPieces);
+      const long long row_head = i / kPieces;  // row * Hkv + head: the workspace's row of Dv values
+      const long long row = row_head / p.num_kv_heads;
+      const int head = int(row_head - row * p.num_kv_heads);
+      // The int8 strides are in 2-byte units (int8_args.cpp halves them).
+      const uint4 in = __ldg(reinterpret_cast<const uint4*>(
+          v + 2 * (row * p.v_row_stride + head * p.v_head_stride) + piece * 16));
+      const u32 a = in.x ^ 0x80808080u, b = in.y ^ 0x80808080u, c = in.z ^ 0x80808080u, d = in.w ^ 0x80808080u;
+      uint4* out = reinterpret_cast<uint4*>(p.v_wide + row_head * DV + piece * 16);
+      out[0] = make_uint4(Int8::widen4_lo(a), Int8::widen4_hi(a), Int8::widen4_lo(b), Int8::widen4_hi(b));
+      out[1] = make_uint4(Int8::widen4_lo(c), Int8::widen4_hi(c), Int8::widen4_lo(d), Int8::widen4_hi(d));
+    }
+  }
+};
+
+}  // namespace attnc
