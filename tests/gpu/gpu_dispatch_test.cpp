@@ -257,14 +257,17 @@ TEST_F(GpuDispatch, DecodeSplitsIntoTheReservedWorkspace) {
   expect_matches(c.o.download<std::uint16_t>(), c.ref, "decode heuristic");
 }
 
-// select() before any call, reserve() or device_info(): it opens the device for the SM count, so it
-// names the split count run() will use (it said 1 while the count was unknown).
+// select() before any call, reserve() or device_info(), asked about a caller's workspace (the
+// reserved one is empty until reserve(): 1 split fits it): it opens the device for the SM count, so it
+// names the split count run() will use with that workspace (it said 1 while the count was unknown).
 TEST_F(GpuDispatch, SelectBeforeAnyCallKnowsTheSmCount) {
   Attention att(spec_, options());
-  const int splits = att.select({KernelKind::decode, 4, 1, 4000}).num_splits;
+  const Problem p{KernelKind::decode, 4, 1, 4000};
+  const size_t workspace = att.workspace_needed(p);  // no device needed
+  const int splits = att.select(p, workspace).num_splits;
   EXPECT_GT(splits, 1) << "the heuristic splits 4 requests x 2 kv heads over " << test_gpu()->sm_count() << " SMs";
-  att.reserve({KernelKind::decode, 4, 1, 4000});
-  EXPECT_EQ(att.select({KernelKind::decode, 4, 1, 4000}).num_splits, splits);
+  att.reserve(p);
+  EXPECT_EQ(att.select(p).num_splits, splits);
 }
 
 TEST_F(GpuDispatch, TunedRecordIsUsed) {
