@@ -102,9 +102,12 @@ class Attention:
         return None if self._last is None else self.select(*self._last)
 
     def reserve(self, batch=None, max_seqlen_k=None, max_seqlen_q=1, kind="decode", bytes=None, max_num_splits=0):
-        """Sizes the split-KV workspace for every call up to this shape (or to `bytes`), with the
-        dispatcher's split count or any num_splits a call forces; max_num_splits > 0 covers forced
-        counts only up to it (less memory)."""
+        """Sizes the workspace for every call of `kind` up to this shape (or to `bytes`): split-KV
+        partials at the dispatcher's split count or any num_splits a call forces (max_num_splits > 0
+        covers forced counts only up to it: less memory), and for an int8_qkv layer's prefill
+        (kind="prefill", batch x max_seqlen_k keys) V widened to fp16 once per call (v_prewiden);
+        without it that prefill runs on the kernel that widens V per query block (slower, same
+        result). The workspace keeps the largest size reserved; call it once per kind."""
         if bytes is None:
             need("reserve: batch", batch, "(or bytes=)")
             need("reserve: max_seqlen_k", max_seqlen_k, "(or bytes=)")
