@@ -220,11 +220,10 @@ struct PrefillInt8 {
   // the s8 P·V bound's O holds P in units of 1/255.
   template <int DV>
   __device__ static float2 v_scale(const AttentionParams& p, int kv_head, int d) {
-    if constexpr (kS8PvBound) {
+    if constexpr (kFp16V) {
       const float* vs = p.v_channel_scale + kv_head * DV;
-      return make_float2(d < DV ? vs[d] * (1.f / 255.f) : 0.f, d + 1 < DV ? vs[d + 1] * (1.f / 255.f) : 0.f);
-    } else if constexpr (kFp16V) {
-      const float* vs = p.v_channel_scale + kv_head * DV;
+      constexpr float k = 1.f / 255.f;
+      if constexpr (kS8PvBound) return make_float2(d < DV ? vs[d] * k : 0.f, d + 1 < DV ? vs[d + 1] * k : 0.f);
       return make_float2(d < DV ? vs[d] : 0.f, d + 1 < DV ? vs[d + 1] : 0.f);
     }
     return make_float2(1.f, 1.f);
