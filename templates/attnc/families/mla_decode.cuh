@@ -171,20 +171,8 @@ struct MlaDecode {
   __device__ static void load_q(const AttentionParams& p, const Block& b, const Smem& sm) {
     constexpr int kChunks = D / 8, kPerThread = BM * kChunks / kConsumers;
     static_assert(BM * kChunks % kConsumers == 0, "Q's 16-byte chunks spread evenly over the consumers");
-    const int dn = p.q_pe ? D - 64 : D;  // columns that come from q
     uint4 v[kPerThread];
-#pragma unroll
-    for (int j = 0; j < kPerThread; ++j) {
-      const int i = threadIdx.x + j * kConsumers, r = i / kChunks, col = (i % kChunks) * 8;
-      v[j] = make_uint4(0, 0, 0, 0);
-      if (r < b.rows_here) {
-        const long long tok = b.q_begin + token_of(r, b), head = head_of(r, b);
-        const u16* src = col < dn ? static_cast<const u16*>(p.q) + tok * p.q_row_stride + head * p.q_head_stride + col
-                                  : static_cast<const u16*>(p.q_pe) + tok * p.q_pe_row_stride +
-                                        head * p.q_pe_head_stride + (col - dn);
-        v[j] = *reinterpret_cast<const uint4*>(src);
-      }
-    }
+    b.template load_q_chunks<D, kConsumers>(p, v);
 #pragma unroll
     for (int j = 0; j < kPerThread; ++j) {
       const int i = threadIdx.x + j * kConsumers;

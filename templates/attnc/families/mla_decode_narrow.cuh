@@ -157,21 +157,10 @@ struct MlaDecodeNarrow {
   // issued before its first store: one global-memory latency per block instead of one per pair.
   // A chunk's four column pairs land at four logical columns (4-byte stores); rows past the block's
   // are zero.
-  __device__ static void load_q_chunks(const AttentionParams& p, const Block& b, const Smem& sm, int dn) {
+  __device__ static void load_q_chunks(const AttentionParams& p, const Block& b, const Smem& sm) {
     constexpr int kChunks = D / 8, kAll = BM * kChunks, kPerThread = (kAll + kConsumers - 1) / kConsumers;
     uint4 v[kPerThread];
-#pragma unroll
-    for (int j = 0; j < kPerThread; ++j) {
-      const int i = threadIdx.x + j * kConsumers, r = i / kChunks, col = (i % kChunks) * 8;  // r >= BM: none
-      v[j] = make_uint4(0, 0, 0, 0);
-      if (r < b.rows_here) {
-        const long long tok = b.q_begin + token_of(r, b), head = head_of(r, b);
-        const u16* src = col < dn ? static_cast<const u16*>(p.q) + tok * p.q_row_stride + head * p.q_head_stride + col
-                                  : static_cast<const u16*>(p.q_pe) + tok * p.q_pe_row_stride +
-                                        head * p.q_pe_head_stride + (col - dn);
-        v[j] = *reinterpret_cast<const uint4*>(src);
-      }
-    }
+    b.template load_q_chunks<D, kConsumers>(p, v);  // rows past BM are past rows_here: zeros
 #pragma unroll
     for (int j = 0; j < kPerThread; ++j) {
       const int i = threadIdx.x + j * kConsumers, r = i / kChunks, col = (i % kChunks) * 8;
@@ -187,7 +176,7 @@ struct MlaDecodeNarrow {
   // the factor 2^s the scores take back (1 for fp16).
   __device__ static float load_q(const AttentionParams& p, const Block& b, const Smem& sm) {
     const int tid = threadIdx.x;
-    load_q_chunks(p, b, sm, p.q_pe ? D - 64 : D);  // D - 64 columns from q when q_pe comes apart
+    load_q_chunks(p, b, sm);
     if constexpr (is_same<E, fp16_t>::value) {
       return 1.f;
     } else {

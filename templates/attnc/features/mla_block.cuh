@@ -41,6 +41,28 @@ struct MlaBlock {
     return true;
   }
 
+  // The block's Q rows as 16-byte chunks (8 columns, D / 8 a row): chunk i + j * NT into thread i's
+  // v[j], zeros past rows_here; every load issued before any use (one memory latency a block). The
+  // last 64 columns come from q_pe when q and q_pe are given apart.
+  template <int D, int NT, int N>
+  __device__ void load_q_chunks(const AttentionParams& p, uint4 (&v)[N]) const {
+    constexpr int kChunks = D / 8;
+    const int dn = p.q_pe ? D - 64 : D;  // columns that come from q
+#pragma unroll
+    for (int j = 0; j < N; ++j) {
+      const int i = threadIdx.x + j * NT, r = i / kChunks, col = (i % kChunks) * 8;
+      v[j] = make_uint4(0, 0, 0, 0);
+      if (r < rows_here) {
+        const long long tok = q_begin + (m0 + r) / H, head = (m0 + r) % H;
+        const unsigned short* src =
+            col < dn ? static_cast<const unsigned short*>(p.q) + tok * p.q_row_stride + head * p.q_head_stride + col
+                     : static_cast<const unsigned short*>(p.q_pe) + tok * p.q_pe_row_stride +
+                           head * p.q_pe_head_stride + (col - dn);
+        v[j] = *reinterpret_cast<const uint4*>(src);
+      }
+    }
+  }
+
   // Tile i's page and first slot (page sizes are multiples of BN: a tile lies inside one page).
   __device__ void tile_at(int i, int& page, int& slot) const {
     const int n0 = n_begin + i * BN, lp = n0 / page_size;
