@@ -69,14 +69,20 @@ void KernelSlot::load(const BuildSettings& s, const Device& device) {
 }
 
 int KernelSlot::heuristic_splits(const SplitShape& c) const {
+  // choose_num_splits sees the key length only as its count of block_n tiles, unless a ragged call's
+  // seqlen_k_sum is divided by it (decode_model.cpp): keyed on the tiles, a decode whose context
+  // grows a token a step finds its count here for block_n - 1 steps of every block_n.
+  SplitShape key = c;
+  if (c.seqlen_k_sum == 0 && c.max_seqlen_k > 0)
+    key.max_seqlen_k = (c.max_seqlen_k + plan_.config.block_n - 1) / plan_.config.block_n;
   std::unique_lock lock(split_memo_mutex_, std::try_to_lock);
   const SplitShape& m = split_memo_shape_;
-  if (lock.owns_lock() && split_memo_ > 0 && m.batch == c.batch && m.max_seqlen_q == c.max_seqlen_q &&
-      m.max_seqlen_k == c.max_seqlen_k && m.num_sms == c.num_sms && m.seqlen_k_sum == c.seqlen_k_sum)
+  if (lock.owns_lock() && split_memo_ > 0 && m.batch == key.batch && m.max_seqlen_q == key.max_seqlen_q &&
+      m.max_seqlen_k == key.max_seqlen_k && m.num_sms == key.num_sms && m.seqlen_k_sum == key.seqlen_k_sum)
     return split_memo_;
   const int n = choose_num_splits(plan_, c);
   if (lock.owns_lock()) {
-    split_memo_shape_ = c;
+    split_memo_shape_ = key;
     split_memo_ = n;
   }
   return n;

@@ -50,8 +50,9 @@ class KernelSlot {
   std::atomic<bool> queued{false};
 
   // The heuristic split count of a call shape (choose_num_splits), remembered for the last shape
-  // seen: a serving engine repeats one shape across every layer of a step, and decode_bw's model
-  // weighs up to 128 counts (~3 us). Thread-safe; a memo busy in another thread is bypassed.
+  // seen (its key length as block_n tiles): a serving engine repeats one shape across every layer of
+  // a step, and decode_bw's model weighs up to 128 counts (6-9 us). Thread-safe; a memo busy in
+  // another thread is bypassed.
   int heuristic_splits(const SplitShape&) const;
 
  private:

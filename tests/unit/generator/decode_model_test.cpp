@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "generator/decode_model.h"
+#include "generator/split_kv.h"
 
 namespace attnc {
 namespace {
@@ -39,6 +40,22 @@ TEST(DecodeModel, RegistersBoundTheBlocksAnSmHolds) {
   d64.head_dim = d64.head_dim_v = 64;  // ~144 registers: three blocks of 2 stages fit
   const KernelPlan small = plan_kernel(d64, KernelKind::decode, p.config, "sm_90a");
   EXPECT_EQ(resident_blocks_per_sm(small), 3);
+}
+
+// The dispatcher remembers a count by the key length's block_n tiles (KernelSlot::heuristic_splits):
+// every length inside one tile must choose alike, on decode_bw's model and on the generic heuristic.
+TEST(DecodeModel, TheChoiceSeesTheKeyLengthOnlyAsTiles) {
+  KernelPlan split = llama_decode();
+  split.family = "decode_split";  // the generic heuristic (split_kv.cpp)
+  for (const KernelPlan& p : {llama_decode(), split}) {
+    const int bn = p.config.block_n;
+    for (int batch : {1, 3, 16})
+      for (int tiles : {1, 2, 7, 64, 513, 8192}) {
+        const int first = choose_num_splits(p, shape(batch, (tiles - 1) * bn + 1));
+        for (int l = (tiles - 1) * bn + 2; l <= tiles * bn; ++l)
+          ASSERT_EQ(choose_num_splits(p, shape(batch, l)), first) << p.family << " B" << batch << " L" << l;
+      }
+  }
 }
 
 TEST(DecodeModel, NeverBeatsTheCopyBandwidth) {
