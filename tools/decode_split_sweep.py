@@ -15,10 +15,6 @@ import os
 import tempfile
 import time
 
-import torch
-
-import attnc
-
 SMS = 132
 # (label, D, Hq, Hkv) and the (B, L) each is swept at.
 LAYERS = {
@@ -77,15 +73,27 @@ def main():
     ap.add_argument("--splits", default="", help="N,N,... (default: the grid's list)")
     ap.add_argument("--out", default=os.path.join(os.environ.get("OUT", "."), "decode_split_sweep.json"))
     args = ap.parse_args()
-    only = [int(x) for x in args.splits.split(",") if x]
+    bad = [x for x in args.layers.split(",") if x not in LAYERS]
+    if bad:
+        ap.error(f"--layers: unknown {', '.join(bad)} (allowed: {', '.join(LAYERS)})")
+    try:
+        only = [int(x) for x in args.splits.split(",") if x]
+        shapes_arg = [tuple(int(x) for x in s.split(":")) for s in args.shapes.split(",") if s]
+    except ValueError:
+        ap.error("--splits takes N,N,... and --shapes B:L,B:L,... (integers)")
+    if any(len(s) != 2 for s in shapes_arg):
+        ap.error("--shapes takes B:L pairs, e.g. 1:131072,8:32768")
+    global torch, attnc  # after the arguments: a bad one is refused without the GPU machine's packages
+    import torch
+    import attnc
     workdir = tempfile.mkdtemp()
     flush = torch.empty(256 << 20, dtype=torch.int8, device="cuda")
     rows = []
     t0 = time.time()
     for label in args.layers.split(","):
         d, hq, hkv, shapes = LAYERS[label]
-        if args.shapes:
-            shapes = [tuple(int(x) for x in s.split(":")) for s in args.shapes.split(",")]
+        if shapes_arg:
+            shapes = shapes_arg
         a = attnc.Attention(spec_file(workdir, label, d, hq, hkv), db="none", use_tuning=False)
         for L in sorted({l for _, l in shapes}):
             bmax = max(b for b, l in shapes if l == L)
@@ -102,8 +110,7 @@ def main():
                 used = torch.full((b,), L, dtype=torch.int32, device="cuda")
                 a.reserve(b, L)  # every count a call may force
                 stream = torch.cuda.current_stream().cuda_stream
-                # select() reports 1 split until a call has opened the device (the SM count unknown)
-                a.decode(q, kc, vc, bt, used, L, out=o, stream=stream)
+                a.decode(q, kc, vc, bt, used, L, out=o, stream=stream)  # loads the kernel before timing
                 heuristic = a.select("decode", b, 1, L)["num_splits"]
                 splits = candidates(b, hkv, heuristic, args.quick, only)
                 call = {s: (lambda s=s: a.decode(q, kc, vc, bt, used, L, out=o, num_splits=s, stream=stream))
