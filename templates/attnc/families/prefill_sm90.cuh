@@ -53,7 +53,6 @@
 #include "attnc/families/prefill_sm90_int8.cuh"
 #include "attnc/families/prefill_sm90_paged.cuh"
 #include "attnc/families/prefill_sm90_paged_gather.cuh"
-#include "attnc/families/prefill_sm90_s8pv_bound.cuh"
 #include "attnc/families/prefill_sm90_stamps.cuh"
 #include "attnc/params/params.h"
 #include "attnc/core/ptx.cuh"
@@ -154,7 +153,6 @@ struct PrefillSm90 {
     u64 k_full[STAGES], k_empty[STAGES], v_full[STAGES], v_empty[STAGES];
   };
   using RawVTile = typename Int8::template RawVTile<DV>;  // int8_qkv: raw V before widening
-  using S8Pv = S8PvBound<Int8::kS8PvBound, BN, DVN, STAGES, RawVTile>;  // ATTNC_INT8_S8PV_BOUND (timing only)
   static constexpr int kTileBytes = kQBytes + STAGES * (KTile::kBytes + VTile::kBytes) +
                                     Int8::template kRawVBytes<DV> + Int8::kScaleBytes +
                                     (kPersistent ? OTile::kBytes : 0);
@@ -650,7 +648,6 @@ struct PrefillSm90 {
     float s[BN / 8][4];
     float rescale[2];
     QFrags qf;
-    S8Pv s8pv;  // the s8 P·V bound's s32 accumulator (empty otherwise)
 
     __device__ __forceinline__ Consumer(const AttentionParams& p, const Block& b_, const Smem& sm_, int cw_,
                                         const Progress& pr_, ChainStamps& st_)
@@ -720,8 +717,7 @@ struct PrefillSm90 {
       release(&sm.bar->k_empty[stage(0)]);
       logits<NQ>(sq, tile);
       int8.softmax_update(softmax, sq, rescale, typename OnlineSoftmax<2>::NoHook{});
-      pack<NQ>(sq);
-      if constexpr (S8Pv::kOn) s8pv.r_prev[0] = s8pv.r_prev[1] = 0.f;  // O is 0 before tile 0's P V
+      to_operand<NQ>(sq, ksteps<NQ>(pf));
       st.begin();
     }
 
@@ -740,7 +736,7 @@ struct PrefillSm90 {
       issue_qk<NQ>(sq, qf, sm, cw, st);
       wgmma_commit();
       wait_full(&sm.bar->v_full[prev], phase(i - 1));
-      pv<NP>(prev);
+      issue_pv<NP>(o, ksteps<NP>(pf), sm, prev);
       wgmma_commit();
       token_pass(cw);
       this->st.mark(kPhaseIssue);
@@ -758,10 +754,9 @@ struct PrefillSm90 {
       fence_operand(o);
       release(&sm.bar->v_empty[prev]);
       this->st.mark(kPhasePvWait);
-      if constexpr (S8Pv::kOn) s8pv.fold(o, rescale);
-      else OnlineSoftmax<2>::rescale_o(o, rescale);
+      OnlineSoftmax<2>::rescale_o(o, rescale);
       this->st.mark(kPhaseRescale);
-      pack<NQ>(sq);
+      to_operand<NQ>(sq, ksteps<NQ>(pf));
       this->st.mark(kPhasePack);
       this->st.step_done();
     }
@@ -770,21 +765,8 @@ struct PrefillSm90 {
     template <int NP>
     __device__ __forceinline__ void last_pv(int last) {
       wgmma_fence();
-      pv<NP>(last);
+      issue_pv<NP>(o, ksteps<NP>(pf), sm, last);
       wgmma_commit();
-    }
-
-    // P -> the A operand, and P V issued: 16-bit into O, or (the s8 P·V bound) u8 into s8pv's s32
-    // accumulator over the raw V tile, which fold() adds to O after the wait.
-    template <int N>
-    __device__ __forceinline__ void pack(const float (&sq)[N / 8][4]) {
-      if constexpr (S8Pv::kOn) S8Pv::template pack<N>(sq, ksteps<N>(pf));
-      else to_operand<N>(sq, ksteps<N>(pf));
-    }
-    template <int N>
-    __device__ __forceinline__ void pv(int stage) {
-      if constexpr (S8Pv::kOn) s8pv.template issue<N>(ksteps<N>(pf), sm.raw_v(0), stage);
-      else issue_pv<N>(o, ksteps<N>(pf), sm, stage);
     }
 
     // The same at the widths of tile (and prev): one branch per pair of widths.
@@ -835,7 +817,6 @@ struct PrefillSm90 {
       c.last_pv_at(last, tile);
       wgmma_wait<0>();
       fence_operand(c.o);
-      if constexpr (S8Pv::kOn) c.s8pv.fold(c.o, c.rescale);
       release(&sm.bar->v_empty[last]);
     } else if constexpr (!kQInRegisters) {
       c.q_read();

@@ -59,14 +59,6 @@ struct PrefillInt8 {
   // workspace that TMA loads as int8_qk's V (prefill_sm90_widen_v.cuh).
   static constexpr bool kFp16V = kMode == Int8Mode::qkv;
   static constexpr bool kWidenV = kFp16V && !T::kVPrewiden;  // V widened by the producer
-  // ATTNC_INT8_S8PV_BOUND: the timing bound of an s8 P·V (prefill_sm90_s8pv_bound.cuh; wrong numbers),
-  // contiguous producer-widening kernels only: the consumers read the raw V ring, the widening
-  // warps only pass its barriers on.
-#ifdef ATTNC_INT8_S8PV_BOUND
-  static constexpr bool kS8PvBound = kWidenV && !T::kPaged;
-#else
-  static constexpr bool kS8PvBound = false;
-#endif
   // Columns of the Q and K tiles in 2-byte units: one per int8 pair.
   static constexpr int kQkCols = kOn ? (D + 1) / 2 : D;
   static constexpr int KSTEPS = (D + 31) / 32;  // k32 steps; TMA zero-fills the columns past D
@@ -138,15 +130,7 @@ struct PrefillInt8 {
   template <class VTile, int DV>
   __device__ static void widen_v(u16* dst, const u16* raw, u64* v_full, u64* v_empty, u64* raw_full, u64* raw_empty,
                                  int i, int w, int lane) {
-    if constexpr (kS8PvBound) {  // no widening: raw_full -> v_full, then v_empty (this tile) -> raw_empty
-      if (lane == 0) {
-        mbar_wait(raw_full, (i / STAGES) & 1);
-        mbar_arrive(v_full);
-        mbar_wait(v_empty, (i / STAGES) & 1);
-        mbar_arrive(raw_empty);
-      }
-      __syncwarp();
-    } else if constexpr (kWidenV) {
+    if constexpr (kWidenV) {
       using Raw = RawVTile<DV>;
       constexpr int kPieces = (DV + 15) / 16;  // 16-byte pieces of a raw row
       if (lane == 0) {
@@ -216,14 +200,11 @@ struct PrefillInt8 {
     return r;
   }
 
-  // int8_qkv: v_channel_scale of this thread's output columns d and d + 1 (1 past Dv, in the padding);
-  // the s8 P·V bound's O holds P in units of 1/255.
+  // int8_qkv: v_channel_scale of this thread's output columns d and d + 1 (1 past Dv, in the padding).
   template <int DV>
   __device__ static float2 v_scale(const AttentionParams& p, int kv_head, int d) {
     if constexpr (kFp16V) {
       const float* vs = p.v_channel_scale + kv_head * DV;
-      constexpr float k = 1.f / 255.f;
-      if constexpr (kS8PvBound) return make_float2(d < DV ? vs[d] * k : 0.f, d + 1 < DV ? vs[d + 1] * k : 0.f);
       return make_float2(d < DV ? vs[d] : 0.f, d + 1 < DV ? vs[d + 1] : 0.f);
     }
     return make_float2(1.f, 1.f);
