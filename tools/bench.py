@@ -760,6 +760,21 @@ def bench_int8_prefill(attnc_bin, workdir):
     return rows
 
 
+def cudnn_int8_anchor_rows(frontend):
+    """cuDNN on the int8 prefill shape: bf16 (SDPA) and per-tensor fp8 e4m3 (the frontend's graph), the
+    8-bit anchor beside attnc's int8 rows (tools/anchor_cudnn_fp8.py)."""
+    import anchor_cudnn_fp8
+    d, b, S = INT8_PREFILL["D"], INT8_PREFILL["B"], INT8_PREFILL["S"]
+    m = anchor_cudnn_fp8.measure(frontend, b, S, HQ, HKV, d, True)
+    rows = []
+    for key, label in (("bf16", "cuDNN bf16"), ("fp8", "cuDNN fp8 e4m3 (per-tensor scales)")):
+        rows.append(dict(shape=f"int8 prefill d{d} causal B{b} S{S} Hq{HQ} Hkv{HKV}", unit="ms", variant=label,
+                         ms=m[f"cudnn_{key}_ms"], tflops=m[f"cudnn_{key}_tflops"], kernel=f"cuDNN {m['cudnn']}"))
+    rows[-1]["fp8_rel_l2"] = m["fp8_rel_l2_vs_fp32"]
+    print(json.dumps(rows), flush=True)
+    return rows
+
+
 def int8_markdown(rows):
     int8 = [r for r in rows if r.get("variant")]
     if not int8:
@@ -770,6 +785,8 @@ def int8_markdown(rows):
     for r in int8:
         base = bf16.get("bf16 paged" if "paged" in r["variant"] else "bf16")
         err = f"{r['max_abs_err']:.4f}, {r['rel_l2_err']:.4f}" if "max_abs_err" in r else "-"
+        if "fp8_rel_l2" in r:
+            err = f"rel L2 {r['fp8_rel_l2']:.4f} at this shape (fp8 O against fp32 over its fp8 inputs)"
         lines.append(f"| {r['variant']} | `{r.get('kernel', '-')}` | {fmt(r.get('ms'), 3)} | {fmt(r.get('tflops'))} "
                      f"| {ratio(base, r.get('ms'))} | {err} |")
     return lines
@@ -841,7 +858,12 @@ def main():
                          "serving varlen batch over a page-16 cache; int8: int8 prefill and decode beside bf16)")
     ap.add_argument("--no-flex", action="store_true", help="leave FlexAttention out (its compiles take minutes)")
     ap.add_argument("--decode-tuning", help="the decode spec's `tuning:` map, e.g. '{warps: [4, 8]}'")
+    ap.add_argument("--cudnn-frontend", help="folder holding the cudnn frontend package (nvidia-cudnn-frontend): "
+                                             "the int8 rows gain cuDNN's fp8 and bf16 SDPA on the same shape")
     args = ap.parse_args()
+    if args.cudnn_frontend and not os.path.isdir(os.path.join(args.cudnn_frontend, "cudnn")):
+        ap.error(f"--cudnn-frontend {args.cudnn_frontend}: no cudnn/ package folder there (unpack the "
+                 "nvidia-cudnn-frontend wheel and give the folder holding cudnn/)")
     if args.write_specs:
         for s in write_specs(args.workdir, args.page_size, args.only, args.decode_tuning):
             print(s["path"], s["shapes_path"])
@@ -861,6 +883,8 @@ def main():
             ap.error("--only int8 runs `attnc run`: give --attnc")
         rows += bench_int8_decode(args.attnc, args.workdir, args.page_size, args.db)
         rows += bench_int8_prefill(args.attnc, args.workdir)
+        if args.cudnn_frontend:
+            rows += cudnn_int8_anchor_rows(args.cudnn_frontend)
     for s in specs:
         if s["kind"] in ("prefill", "serving", "paged"):
             rows.append((prefill_rows if s["kind"] == "prefill" else serving_rows)(s, args.db, flex, block_mask_fn))
