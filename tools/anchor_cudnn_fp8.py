@@ -20,7 +20,11 @@ def parse():
     ap.add_argument("--hkv", type=int, default=8)
     ap.add_argument("--dim", type=int, default=128)
     ap.add_argument("--no-causal", dest="causal", action="store_false")
+    ap.add_argument("--profile-launches", type=int, default=0, metavar="N",
+                    help="only launch the fp8 graph N times, untimed (for a profiler)")
     a = ap.parse_args()
+    if a.profile_launches < 0:
+        ap.error(f"--profile-launches must be 0 or more, got {a.profile_launches}")
     for name in ("batch", "seqlen", "hq", "hkv", "dim"):
         if getattr(a, name) <= 0:
             ap.error(f"--{name} must be positive, got {getattr(a, name)}")
@@ -51,9 +55,10 @@ def fp8_graph(cudnn, handle, q, k, v, o, causal):
     return g, (tq, tk, tv, to, amax_s, amax_o, scalars)
 
 
-def measure(frontend, b, s, hq, hkv, d, causal):
+def measure(frontend, b, s, hq, hkv, d, causal, profile_launches=0):
     """cuDNN bf16 (torch SDPA's cuDNN backend, as tools/bench.py) and cuDNN fp8 on one shape: ms,
-    TFLOP/s and the fp8 output's rel L2 error against fp32 attention over the same fp8 inputs."""
+    TFLOP/s and the fp8 output's rel L2 error against fp32 attention over the same fp8 inputs. With
+    profile_launches, only the fp8 graph, launched that many times and not timed."""
     if frontend:
         sys.path.insert(0, frontend)
     import torch
@@ -77,8 +82,9 @@ def measure(frontend, b, s, hq, hkv, d, causal):
            "cudnn": cudnn.backend_version(), "torch": torch.__version__}
     q16, k16, v16 = bshd(hq, torch.bfloat16), bshd(hkv, torch.bfloat16), bshd(hkv, torch.bfloat16)
     with sdpa_kernel([SDPBackend.CUDNN_ATTENTION]):
-        out["cudnn_bf16_ms"] = median_ms(lambda: F.scaled_dot_product_attention(
-            q16, k16, v16, is_causal=causal, enable_gqa=hq != hkv))
+        if not profile_launches:
+            out["cudnn_bf16_ms"] = median_ms(lambda: F.scaled_dot_product_attention(
+                q16, k16, v16, is_causal=causal, enable_gqa=hq != hkv))
 
     handle = cudnn.create_handle()
     cudnn.set_stream(handle=handle, stream=torch.cuda.current_stream().cuda_stream)
@@ -89,6 +95,11 @@ def measure(frontend, b, s, hq, hkv, d, causal):
     pack = {tq: q8, tk: k8, tv: v8, to: o8, amax_s: torch.empty_like(one), amax_o: torch.empty_like(one)}
     pack.update({t: one for t in scalars})
     ws = torch.empty(g.get_workspace_size(), device=dev, dtype=torch.uint8)
+    if profile_launches:
+        for _ in range(profile_launches):
+            g.execute(pack, ws, handle=handle)
+        torch.cuda.synchronize()
+        return dict(out, profile_launches=profile_launches)
     out["cudnn_fp8_ms"] = median_ms(lambda: g.execute(pack, ws, handle=handle))
     # A sanity check that the fp8 graph computed this attention (its error includes the fp8 output).
     ref = F.scaled_dot_product_attention(q8.float(), k8.float(), v8.float(), is_causal=causal, enable_gqa=hq != hkv)
@@ -101,7 +112,8 @@ def measure(frontend, b, s, hq, hkv, d, causal):
 
 def main():
     a = parse()
-    print(json.dumps(measure(a.frontend, a.batch, a.seqlen, a.hq, a.hkv, a.dim, a.causal), indent=1))
+    print(json.dumps(measure(a.frontend, a.batch, a.seqlen, a.hq, a.hkv, a.dim, a.causal, a.profile_launches),
+                     indent=1))
 
 
 if __name__ == "__main__":
