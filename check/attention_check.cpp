@@ -485,10 +485,9 @@ AttentionReport check_attention(const KernelPlan& plan, const Kernel& kernel, co
 
   a.num_splits = decide_num_splits(plan, {b.size, query_len_bound(a), b.max_k, b.total_q, c.num_sms}, c.num_splits);
   // Split partials, or (v_prewiden) the widened V: what the dispatcher's reserve() would give.
-  const size_t workspace_bytes = std::max(a.num_splits > 1 && plan.split_kv
-                                              ? attention_workspace_bytes(plan, b.total_q, a.num_splits)
-                                              : size_t(0),
-                                          v_prewiden_workspace_bytes(plan, plan.paged ? 0 : b.total_k));
+  const size_t workspace_bytes =
+      std::max(a.num_splits > 1 && plan.split_kv ? attention_workspace_bytes(plan, b.total_q, a.num_splits) : size_t(0),
+               v_prewiden_workspace_bytes(plan, v_prewiden_rows(plan, b.size, b.max_k, b.total_k)));
   if (workspace_bytes > 0) {
     a.workspace_bytes = workspace_bytes;
     call.workspace = DeviceBuffer(a.workspace_bytes);

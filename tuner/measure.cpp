@@ -207,7 +207,9 @@ Timing TimingInputs::time(const KernelPlan& plan, const Kernel& kernel, const Ke
                          m.dev.sm_count()};
   const int splits = decide_num_splits(plan, shape, num_splits);
   const std::size_t need =
-      std::max(attention_workspace_bytes(plan, m.total_q, splits), v_prewiden_workspace_bytes(plan, m.total_k));
+      std::max(attention_workspace_bytes(plan, m.total_q, splits),
+               v_prewiden_workspace_bytes(
+                   plan, v_prewiden_rows(plan, m.problem.batch, m.problem.max_seqlen_k, m.total_k)));
   if (need > m.workspace.size()) m.workspace = DeviceBuffer(need);
 
   std::vector<AttentionLaunch> launches;

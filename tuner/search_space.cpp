@@ -98,9 +98,12 @@ std::vector<Config> sm90_space(const Spec& s, KernelKind kind, const std::string
       c.paged_gather = !d.paged_gather;
       out.push_back(c);
     }
-    // Contiguous int8_qkv: V widened by the producer (its default tiles) against once per call (the
-    // tiles above; the measurement gives it the workspace, as the dispatcher's reserve() does).
+    // int8_qkv: V widened by the producer (its default tiles) against once per call (the tiles
+    // above; the measurement gives it the workspace, as the dispatcher's reserve() does), whichever
+    // the default is (paged: kPagedVPrewidenIsDefault).
     if (d.v_prewiden) out.push_back(default_prefill_sm90_config(s, kind, VWiden::producer));
+    else if (s.quant == QuantMode::int8_qkv)
+      out.push_back(default_prefill_sm90_config(s, kind, VWiden::once_per_call));
     // Block-sparse: paired tiles (two sparse blocks of the visible list per tile) at the default's
     // other settings, where the default does not pair already (mixed tiles, measured slower, are
     // left to an explicit config: docs/kernels-block-sparse.md).

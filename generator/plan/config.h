@@ -27,9 +27,9 @@ struct Config {
   // prefill_sm90, paged 16-bit caches: K/V tiles gathered by the producer warpgroup's cp.async
   // instead of TMA boxes (small pages make many small boxes; docs/kernels-prefill-sm90.md).
   bool paged_gather = false;
-  // prefill_sm90, contiguous int8_qkv: V widened to fp16 once per call by the module's
-  // `<entry>_widen_v` into the dispatcher's workspace, read by TMA as int8_qk reads its 16-bit V,
-  // instead of per (query block, head) by the producer (docs/kernels-int8.md).
+  // prefill_sm90, int8_qkv (contiguous, or paged: its pages gathered): V widened to fp16 once per
+  // call by the module's `<entry>_widen_v` into the dispatcher's workspace, read by TMA as int8_qk
+  // reads its 16-bit V, instead of per (query block, head) by the producer (docs/kernels-int8.md).
   bool v_prewiden = false;
 
   // "m128n64w8s2" (+ "np" for prefill_sm90 without ping-pong, + "ps" persistent, + "mx" mixed

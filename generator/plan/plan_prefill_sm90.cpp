@@ -54,14 +54,12 @@ void check_paged_gather(const Spec& s, KernelKind kind) {
                     " keeps TMA boxes" + off);
 }
 
-// v_prewiden: contiguous int8 V widened into a dense fp16 workspace by the module's second entry.
-void check_v_prewiden(const Spec& s, KernelKind kind) {
-  const std::string off = " (v_prewiden: false)";
+// v_prewiden: int8 V (contiguous, or gathered from a paged cache: prefill_sm90 makes no other
+// kinds) widened into a dense fp16 workspace by the module's second entry.
+void check_v_prewiden(const Spec& s) {
   if (s.quant != QuantMode::int8_qkv)
-    throw BadConfig(std::string("v_prewiden widens int8 V; quant ") + to_string(s.quant) + " has no int8 V" + off);
-  if (kind != KernelKind::prefill)
-    throw BadConfig(std::string("v_prewiden widens contiguous V; a ") + to_string(kind) +
-                    " kernel reads V by pages and widens it in the producer" + off);
+    throw BadConfig(std::string("v_prewiden widens int8 V; quant ") + to_string(s.quant) +
+                    " has no int8 V (v_prewiden: false)");
 }
 
 void check_config(const Spec& s, KernelKind kind, const Config& c, const ArchInfo& arch) {
@@ -83,7 +81,7 @@ void check_config(const Spec& s, KernelKind kind, const Config& c, const ArchInf
   if (c.mixed_tiles) check_two_block_tiles(s, kind, c, "mixed_tiles");
   if (c.paired_tiles) check_two_block_tiles(s, kind, c, "paired_tiles");
   if (c.paged_gather) check_paged_gather(s, kind);
-  if (c.v_prewiden) check_v_prewiden(s, kind);
+  if (c.v_prewiden) check_v_prewiden(s);
   check_key_tiles(c, prefill_sm90_smem_bytes(s, c, kind), arch, 4);
 }
 
@@ -123,8 +121,11 @@ Config default_prefill_sm90_config(const Spec& s, KernelKind kind, VWiden v_wide
   // serves 192 rows instead of 128: 1.208 -> 1.131 ms at B4 S4096 causal on the H200, no spills with
   // every feature (docs/kernels-int8.md, "The consumer chain, measured"); int8_qk and bf16 lose with it.
   // With V widened once per call (v_prewiden) the kernel is int8_qk's, and so are its tiles.
-  c.v_prewiden = s.quant == QuantMode::int8_qkv && kind == KernelKind::prefill &&
-                 (v_widen == VWiden::once_per_call || (v_widen == VWiden::heuristic && kVPrewidenIsDefault));
+  // Paged int8_qkv the same, its pages gathered by the widening pass (kPagedVPrewidenIsDefault).
+  const bool prewiden_default = kind == KernelKind::prefill ? kVPrewidenIsDefault : kPagedVPrewidenIsDefault;
+  c.v_prewiden = s.quant == QuantMode::int8_qkv &&
+                 (kind == KernelKind::prefill || kind == KernelKind::prefill_paged) &&
+                 (v_widen == VWiden::once_per_call || (v_widen == VWiden::heuristic && prewiden_default));
   if (s.quant == QuantMode::int8_qkv && kind == KernelKind::prefill && d == 128 && !c.v_prewiden) {
     c.block_m = 192;
     c.block_n = 64;
@@ -195,9 +196,20 @@ int prefill_sm90_smem_bytes(const Spec& s, const Config& c, KernelKind kind) {
   return 1024 + 2 * tiles + key_scales + raw_v + barriers;
 }
 
-size_t v_prewiden_workspace_bytes(const KernelPlan& p, long long total_k) {
+long long v_prewiden_rows(const KernelPlan& p, int batch, int max_seqlen_k, long long total_k) {
+  if (!p.paged) return total_k;
+  if (max_seqlen_k <= 0) return -1;
+  return (long long)std::max(0, batch) * v_prewiden_request_rows(p, max_seqlen_k);
+}
+
+long long v_prewiden_request_rows(const KernelPlan& p, int max_seqlen_k) {
+  const long long bn = p.config.block_n;
+  return (std::max(0, max_seqlen_k) + bn - 1) / bn * bn;
+}
+
+size_t v_prewiden_workspace_bytes(const KernelPlan& p, long long rows) {
   if (!p.config.v_prewiden) return 0;
-  return size_t(std::max(0LL, total_k)) * size_t(p.kv_heads()) * size_t(p.head_dim_v) * 2;
+  return size_t(std::max(0LL, rows)) * size_t(p.kv_heads()) * size_t(p.head_dim_v) * 2;
 }
 
 void plan_prefill_sm90(const Spec& s, KernelKind kind, const Config& c, const ArchInfo& arch, KernelPlan& p) {

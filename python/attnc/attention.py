@@ -105,7 +105,8 @@ class Attention:
         """Sizes the workspace for every call of `kind` up to this shape (or to `bytes`): split-KV
         partials at the dispatcher's split count or any num_splits a call forces (max_num_splits > 0
         covers forced counts only up to it: less memory), and for an int8_qkv layer's prefill
-        (kind="prefill", batch x max_seqlen_k keys) V widened to fp16 once per call (v_prewiden);
+        (kind="prefill", batch x max_seqlen_k keys; "prefill_paged", batch x max_seqlen_k rounded up
+        to the key tile) V widened to fp16 once per call (v_prewiden);
         without it that prefill runs on the kernel that widens V per query block (slower, same
         result). The workspace keeps the largest size reserved; call it once per kind."""
         if bytes is None:

@@ -130,13 +130,13 @@ void Attention::Impl::make_current() {
 }
 
 template <class MakeConfig>
-KernelSlot* Attention::Impl::loaded_once(std::atomic<KernelSlot*>& memo, MakeConfig make_config, CUstream stream,
-                                         const char* what) {
+KernelSlot* Attention::Impl::loaded_once(std::atomic<KernelSlot*>& memo, KernelKind kind, MakeConfig make_config,
+                                         CUstream stream, const char* what) {
   if (KernelSlot* s = memo.load(std::memory_order_acquire)) return s;
   KernelSlot* s;
   {
     std::lock_guard lock(resolve_mutex);
-    s = slot_for(KernelKind::prefill, make_config());
+    s = slot_for(kind, make_config());
   }
   if (!s->loaded()) {
     check_not_capturing(stream, what);
@@ -148,18 +148,28 @@ KernelSlot* Attention::Impl::loaded_once(std::atomic<KernelSlot*>& memo, MakeCon
 
 KernelSlot* Attention::Impl::sm80_prefill_ready(CUstream stream) {
   return loaded_once(
-      sm80_prefill,
+      sm80_prefill, KernelKind::prefill,
       [&] { return default_family_config(spec, KernelKind::prefill, info().arch, "prefill_sm80"); }, stream,
       "attention prefill on prefill_sm80 (a call without total_k)");
 }
 
-Config Attention::Impl::widening_prefill_config() const {
-  return default_prefill_sm90_config(spec, KernelKind::prefill, VWiden::producer);
+Config Attention::Impl::widening_prefill_config(KernelKind kind) const {
+  return default_prefill_sm90_config(spec, kind, VWiden::producer);
 }
 
-KernelSlot* Attention::Impl::widening_prefill_ready(CUstream stream) {
-  return loaded_once(widening_prefill, [&] { return widening_prefill_config(); }, stream,
+KernelSlot* Attention::Impl::widening_prefill_ready(KernelKind kind, CUstream stream) {
+  return loaded_once(widening_prefill[kind == KernelKind::prefill_paged], kind,
+                     [&] { return widening_prefill_config(kind); }, stream,
                      "attention prefill without v_prewiden (the workspace cannot hold the widened V)");
+}
+
+// Whether a v_prewiden kernel cannot serve a call of these lengths from `workspace` bytes (the
+// kernel that widens V in its producer serves it then): too small, or (paged) max_seqlen_k unknown.
+static bool v_prewiden_unservable(const KernelPlan& plan, int batch, int max_seqlen_k, long long total_k,
+                                  size_t workspace) {
+  if (!plan.config.v_prewiden) return false;
+  const long long rows = v_prewiden_rows(plan, batch, max_seqlen_k, total_k);
+  return rows < 0 || v_prewiden_workspace_bytes(plan, rows) > workspace;
 }
 
 KernelSlot* Attention::Impl::make_ready(BucketEntry& e, CUstream stream) {
@@ -237,9 +247,10 @@ Selection Attention::select(const Problem& p, std::optional<size_t> workspace_by
   BucketEntry& e = m.entry(r.bucket, &r.cached);
   KernelSlot* s = m.serving(e, &r.origin);
   const size_t workspace = workspace_bytes.value_or(m.workspace_size);
-  if (v_prewiden_workspace_bytes(s->plan(), (long long)std::max(1, p.batch) * p.max_seqlen_k) > workspace) {
+  const int batch = std::max(1, p.batch);
+  if (v_prewiden_unservable(s->plan(), batch, p.max_seqlen_k, (long long)batch * p.max_seqlen_k, workspace)) {
     std::lock_guard lock(m.resolve_mutex);  // as run(): the kernel that widens V in its producer
-    s = m.slot_for(KernelKind::prefill, m.widening_prefill_config());
+    s = m.slot_for(p.kind, m.widening_prefill_config(p.kind));
   }
   r.config = &s->plan().config;
   r.entry = &s->source().entry;
@@ -281,7 +292,8 @@ size_t Attention::workspace_needed(const Problem& largest, int max_num_splits) {
           if (max_num_splits > 0) forcible = std::min(forcible, max_num_splits);
           const int n = std::max(m.splits(e, *s, {b, q, k, b * q}, 0, SIZE_MAX), forcible);
           most = std::max(most, attention_workspace_bytes(s->plan(), b * q, n));
-          most = std::max(most, v_prewiden_workspace_bytes(s->plan(), (long long)b * k));
+          const long long v_rows = v_prewiden_rows(s->plan(), b, k, (long long)b * k);
+          most = std::max(most, v_prewiden_workspace_bytes(s->plan(), v_rows));
         }
       }
   return most;
@@ -320,8 +332,8 @@ void Attention::run(const AttentionArgs& a, KernelKind kind, CUstream stream) {
   }
   // v_prewiden widens V into the workspace: where it cannot hold it, the kernel that widens V in its
   // producer serves the call.
-  if (v_prewiden_workspace_bytes(s->plan(), known_total_k(a)) > args.workspace_bytes)
-    s = m.widening_prefill_ready(stream);
+  if (v_prewiden_unservable(s->plan(), a.batch, a.max_seqlen_k, known_total_k(a), args.workspace_bytes))
+    s = m.widening_prefill_ready(kind, stream);
   m.make_current();
 
   args.num_splits = m.splits(e, *s, {a.batch, max_q, a.max_seqlen_k, a.total_q, 0, a.seqlen_k_sum}, a.num_splits,

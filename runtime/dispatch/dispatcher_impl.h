@@ -78,13 +78,15 @@ struct Attention::Impl {
   // prefill_sm80's default prefill kernel, loaded: serves prefill calls that prefill_sm90 cannot
   // take (no total_k, from a caller that predates it). Found and loaded once, then read lock-free.
   KernelSlot* sm80_prefill_ready(CUstream stream);
-  // prefill_sm90's default prefill kernel without v_prewiden (int8_qkv's V widened by the producer):
-  // serves prefill calls whose workspace cannot hold the widened V. Loaded once, then read lock-free.
-  KernelSlot* widening_prefill_ready(CUstream stream);
-  Config widening_prefill_config() const;
-  // A prefill slot of make_config()'s config, found and loaded once and kept in `memo`.
+  // prefill_sm90's default prefill (or paged prefill) kernel without v_prewiden (int8_qkv's V
+  // widened by the producer): serves calls whose workspace cannot hold the widened V. Loaded once,
+  // then read lock-free.
+  KernelSlot* widening_prefill_ready(KernelKind, CUstream stream);
+  Config widening_prefill_config(KernelKind) const;
+  // A `kind` slot of make_config()'s config, found and loaded once and kept in `memo`.
   template <class MakeConfig>
-  KernelSlot* loaded_once(std::atomic<KernelSlot*>& memo, MakeConfig make_config, CUstream stream, const char* what);
+  KernelSlot* loaded_once(std::atomic<KernelSlot*>& memo, KernelKind kind, MakeConfig make_config, CUstream stream,
+                          const char* what);
   // Refuses to load while `stream` is being captured; `what` names the call for the message.
   void check_not_capturing(CUstream stream, const std::string& what);
   // Makes the device's context current on this thread when it is not already.
@@ -117,7 +119,7 @@ struct Attention::Impl {
   std::atomic<const DeviceInfo*> info_ptr{nullptr};
   std::atomic<int> sm_count{0};
   std::atomic<KernelSlot*> sm80_prefill{nullptr};  // set by sm80_prefill_ready once loaded
-  std::atomic<KernelSlot*> widening_prefill{nullptr};  // set by widening_prefill_ready once loaded
+  std::atomic<KernelSlot*> widening_prefill[2] = {nullptr, nullptr};  // [paged], set by widening_prefill_ready
   std::unique_ptr<Device> device_owner;
   std::atomic<Device*> device_ptr{nullptr};
   const DriverApi* api = nullptr;  // set with the device

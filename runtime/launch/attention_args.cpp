@@ -203,45 +203,66 @@ void set_tensor_maps(AttentionLaunch& l, const KernelPlan& plan, const Attention
   // int8_qkv's V rows too (TMA lands them raw, the producer widens them); int8_qk's V is 16-bit.
   const int v_cols = plan.int8 == Int8Mode::qkv ? plan.head_dim_v / 2 : plan.head_dim_v;
   l.maps.q = tensor_map("q", p.q, qk_cols, s.num_q_heads, a.total_q, p.q_head_stride, p.q_row_stride, bm);
+  // v_prewiden: the fp16 workspace set_v_prewiden fills, [rows, Hkv, Dv] (paged: the requests'
+  // rows, read in whole key tiles).
+  auto wide_v_map = [&](long long rows, int box) {
+    return tensor_map("the widened v (workspace)", p.v_wide, plan.head_dim_v, s.num_kv_heads, rows, plan.head_dim_v,
+                      (long long)s.num_kv_heads * plan.head_dim_v, box);
+  };
   if (plan.paged) {
     // Boxes of gcd(page_size, block_n) rows never cross a page (PagedKvBoxes, prefill_sm90_paged.cuh).
     const int box = std::gcd(a.page_size, bn);
     l.maps.k = paged_tensor_map("k", p.k, qk_cols, s.num_kv_heads, a, p.k_head_stride, p.k_row_stride,
                                 p.k_block_stride, box);
-    l.maps.v = paged_tensor_map("v", p.v, v_cols, s.num_kv_heads, a, p.v_head_stride, p.v_row_stride,
-                                p.v_block_stride, box);
+    if (plan.config.v_prewiden)
+      l.maps.v = wide_v_map((long long)a.batch * p.v_wide_request_rows, bn);
+    else
+      l.maps.v = paged_tensor_map("v", p.v, v_cols, s.num_kv_heads, a, p.v_head_stride, p.v_row_stride,
+                                  p.v_block_stride, box);
     return;
   }
   // Mixed tiles: boxes of one narrow tile (a wide one takes two); paired tiles: of one sparse block.
   const int box = plan.config.mixed_tiles || plan.config.paired_tiles ? bn / 2 : bn;
   l.maps.k = tensor_map("k", p.k, qk_cols, s.num_kv_heads, total_k, p.k_head_stride, p.k_row_stride, box);
-  if (plan.config.v_prewiden)  // the fp16 workspace set_v_prewiden fills: [total_k, Hkv, Dv]
-    l.maps.v = tensor_map("the widened v (workspace)", p.v_wide, plan.head_dim_v, s.num_kv_heads, total_k,
-                          plan.head_dim_v, (long long)s.num_kv_heads * plan.head_dim_v, box);
+  if (plan.config.v_prewiden)
+    l.maps.v = wide_v_map(total_k, box);
   else
     l.maps.v = tensor_map("v", p.v, v_cols, s.num_kv_heads, total_k, p.v_head_stride, p.v_row_stride, box);
 }
 
-// v_prewiden (contiguous int8_qkv on prefill_sm90): `<entry>_widen_v` widens the int8 v into the
-// workspace, 16-byte pieces of its rows, before the kernel reads it there.
+// v_prewiden (int8_qkv on prefill_sm90): `<entry>_widen_v` widens the int8 v (paged: the pages
+// each request's table names) into the workspace, 16-byte pieces of its rows, before the kernel
+// reads it there.
 void set_v_prewiden(AttentionLaunch& l, const KernelPlan& plan, const AttentionArgs& a) {
   AttentionParams& p = l.params;
-  const int total_k = known_total_k(a);
-  require(total_k >= 0, "v_prewiden widens the total_k rows of v and needs total_k (or host cu_seqlens_k)");
-  const size_t need = v_prewiden_workspace_bytes(plan, total_k);
+  const long long rows = v_prewiden_rows(plan, a.batch, a.max_seqlen_k, known_total_k(a));
+  require(rows >= 0, plan.paged ? "paged v_prewiden gathers each request's keys into max_seqlen_k rows of the "
+                                  "workspace and needs max_seqlen_k (a bound on every KV length)"
+                                : "v_prewiden widens the total_k rows of v and needs total_k (or host cu_seqlens_k)");
+  const size_t need = v_prewiden_workspace_bytes(plan, rows);
   require(a.workspace != nullptr && a.workspace_bytes >= need, "v_prewiden widens v into a workspace of ",
-          (long long)need, " bytes (total_k x Hkv x head_dim_v x 2), got ", (long long)a.workspace_bytes,
+          (long long)need, plan.paged ? " bytes (batch x max_seqlen_k rounded up to block_n" : " bytes (total_k",
+          " x Hkv x head_dim_v x 2), got ", (long long)a.workspace_bytes,
           " (reserve() sizes it; the kernel without v_prewiden needs none)");
   require(reinterpret_cast<std::uintptr_t>(a.workspace) % 16 == 0, "workspace must be 16-byte aligned");
   // The int8 strides are in 2-byte units here (set_int8_params halved them).
   require(reinterpret_cast<std::uintptr_t>(p.v) % 16 == 0, "v must be 16-byte aligned for v_prewiden (16-byte pieces)");
-  for (long long stride : {p.v_row_stride, p.v_head_stride})
+  for (long long stride : {p.v_row_stride, p.v_head_stride, plan.paged ? p.v_block_stride : 0})
     require(stride % 8 == 0, "v strides must be multiples of 16 int8 elements for v_prewiden (16-byte pieces), got ",
             2 * stride);
   p.v_wide = static_cast<unsigned short*>(a.workspace);
-  p.total_k = total_k;
-  const long long pieces = (long long)total_k * plan.kv_heads() * (plan.head_dim_v / 16);
-  l.widen_v = pieces > 0;  // no rows: nothing to widen, and a grid of 0 blocks cannot launch
+  const long long pieces_per_row = (long long)plan.kv_heads() * (plan.head_dim_v / 16);
+  long long pieces = rows * pieces_per_row;  // paged: a request's, one grid row per request
+  if (plan.paged) {
+    p.v_wide_request_rows = int(v_prewiden_request_rows(plan, a.max_seqlen_k));
+    pieces = p.v_wide_request_rows * pieces_per_row;
+    require(pieces < (1LL << 31), "paged v_prewiden indexes a request's pieces in 32 bits: max_seqlen_k ",
+            a.max_seqlen_k, " x Hkv x head_dim_v / 16 must stay under 2^31");
+    l.widen_grid.y = unsigned(a.batch);  // the kernel's grid.z bounds it (<= 65535)
+  } else {
+    p.total_k = int(rows);
+  }
+  l.widen_v = pieces > 0 && a.batch > 0;  // no rows: nothing to widen, and a grid of 0 blocks cannot launch
   l.widen_grid.x = unsigned(std::min<long long>((pieces + kWidenVThreads - 1) / kWidenVThreads, 1 << 20));
   l.widen_block.x = unsigned(kWidenVThreads);
 }

@@ -32,7 +32,7 @@ struct GridCase {
   std::string family;         // "": the arch's default config; else that family's default tiles
   bool persistent = false;    // prefill_sm90 with persistent blocks
   bool paged_gather = false;  // prefill_sm90 paged, K/V gathered by cp.async
-  bool v_prewiden = false;    // prefill_sm90 contiguous int8_qkv, V widened once per call
+  bool v_prewiden = false;    // prefill_sm90 int8_qkv (contiguous or paged), V widened once per call
 };
 
 // The config a case compiles: the arch's default, or the named family's (decode_split twins of the
@@ -45,9 +45,9 @@ inline Config grid_config(const GridCase& c, const std::string& arch) {
   // (the default gathers at 16-row page boxes, so `sm90_` would otherwise gather too).
   if (c.family == "prefill_sm90" && c.kind == KernelKind::prefill_paged && c.spec.quant == QuantMode::none)
     config.paged_gather = c.paged_gather;
-  // prefill_sm90's contiguous int8_qkv twins name their V path: `sm90_` widened by the producer,
-  // `sm90w_` once per call into the workspace (v_prewiden), whichever is the default.
-  if (c.family == "prefill_sm90" && c.kind == KernelKind::prefill && c.spec.quant == QuantMode::int8_qkv)
+  // prefill_sm90's int8_qkv twins (contiguous and paged) name their V path: `sm90_` widened by the
+  // producer, `sm90w_` once per call into the workspace (v_prewiden), whichever is the default.
+  if (c.family == "prefill_sm90" && c.spec.quant == QuantMode::int8_qkv)
     config = default_prefill_sm90_config(c.spec, c.kind, c.v_prewiden ? VWiden::once_per_call : VWiden::producer);
   return config;
 }

@@ -1,7 +1,8 @@
 // The int8 cases of the attention grid (attention-semantics.md §5.2): both int8 modes as
 // contiguous and paged prefill (each on prefill_sm80 and, as `sm90_` twins, prefill_sm90: both
-// cases name their family, so both stay tested whichever is the default; contiguous int8_qkv a
-// third time as `sm90w_`, V widened once per call by v_prewiden), and paged decode (one and several query tokens), with the
+// cases name their family, so both stay tested whichever is the default; int8_qkv prefill, contiguous
+// and paged, a third time as `sm90w_`, V widened once per call by v_prewiden), and paged decode (one
+// and several query tokens), with the
 // features the int8 fork allows (causal, window, softcap, ALiBi, sqrt-ALiBi, GQA), q scales in
 // both layouts, and the fork's HND cache beside the other layouts. Decode runs on the arch's default
 // (decode_bw on sm_90 where the head dims allow) and on decode_split (`_decode_split` twins). Checked against the float64
@@ -93,7 +94,7 @@ inline std::vector<GridCase> int8_grid() {
           GridCase sm90 = g;
           sm90.family = "prefill_sm90";
           sm90.name = "sm90_" + g.name;
-          if (kind == KernelKind::prefill && k.spec.quant == QuantMode::int8_qkv) {  // V widened once per call
+          if (k.spec.quant == QuantMode::int8_qkv) {  // V widened once per call (paged: its pages gathered)
             GridCase once = sm90;
             once.v_prewiden = true;
             once.name = "sm90w_" + g.name;

@@ -288,8 +288,12 @@ struct PrefillSm90 {
       if constexpr (kPaged && Int8::kOn) {  // K (with its key scales) and V by warps of their own
         if (threadIdx.x < 32)
           for_each_item(p, [&](const Block& b, const Progress&) { load_paged<true, false>(p, maps, b, sm); });
-        else if (threadIdx.x < 64)
-          for_each_item(p, [&](const Block& b, const Progress&) { load_paged<false, true>(p, maps, b, sm); });
+        else if (threadIdx.x < 64) {
+          if constexpr (T::kVPrewiden)
+            for_each_item(p, [&](const Block& b, const Progress&) { load_wide_v(p, maps, b, sm); });
+          else
+            for_each_item(p, [&](const Block& b, const Progress&) { load_paged<false, true>(p, maps, b, sm); });
+        }
       } else if constexpr (kGather) {
         for_each_item(p, [&](const Block& b, const Progress&) { gather_paged(p, maps, b, sm); });
       } else if constexpr (kPaged) {
@@ -480,6 +484,24 @@ struct PrefillSm90 {
     }
   }
 
+  // Paged int8_qkv with v_prewiden: V from the workspace `<entry>_widen_v` gathered it into, the
+  // request's keys from row seq * v_wide_request_rows, rows past its end zeroed to its last tile's
+  // end: one box per 64-column block, as contiguous V, by one lane of the V warp.
+  __device__ static void load_wide_v(const AttentionParams& p, const AttentionTensorMaps& maps, const Block& b,
+                                     const Smem& sm) {
+    if (threadIdx.x % 32 != 0) return;
+    const int row0 = b.seq * p.v_wide_request_rows;
+    int tile = 0;
+    for (int i = 0; i < b.n_tiles; ++i) {
+      tile = tile_at(b, i, tile);
+      const int s = i % STAGES;
+      mbar_wait(&sm.bar->v_empty[s], ((i / STAGES) & 1) ^ 1);
+      mbar_arrive_expect_tx(&sm.bar->v_full[s], VTile::kBytes);
+      for (int c = 0; c < VTile::kBlocks; ++c)
+        tma_load_3d(sm.v_stage(s) + c * BN * 64, &maps.v, &sm.bar->v_full[s], c * 64, b.kv_head, row0 + tile * BN);
+    }
+  }
+
   // Paged 16-bit K/V gathered by the producer warpgroup's 128 threads (prefill_sm90_paged_gather.cuh):
   // K of tile i + 1 before V of tile i, V reusing the pages K found, each stage's copies completing
   // on its full barrier by every thread's arrive.noinc.
@@ -539,10 +561,10 @@ struct PrefillSm90 {
   }
 
   // Whether the block's last key tile reaches past the request's end (paged: its V rows there are
-  // zeroed and handed over on v_tail; not int8_qkv's, whose widened int8 values are finite, nor the
-  // gather's, which zero-fills them).
+  // zeroed and handed over on v_tail; not int8_qkv's, whose widened int8 values are finite and
+  // whose prewidened rows there the widening pass zeroed, nor the gather's, which zero-fills them).
   __device__ static bool tail_tile(const Block& b, int last_tile) {
-    return kPaged && !kGather && !Int8::kWidenV && (last_tile + 1) * BN > b.sk;
+    return kPaged && !kGather && !Int8::kFp16V && (last_tile + 1) * BN > b.sk;
   }
 
   // ---- consumers ----------------------------------------------------------------------------

@@ -112,6 +112,9 @@ struct AttentionParams {
   // int8 v into v_wide, the dense [total_k, Hkv, Dv] fp16 workspace the kernel then reads as V.
   unsigned short* v_wide;
   int total_k;
+  // Paged v_prewiden: rows of v_wide per request (max_seqlen_k rounded up to key tiles); request
+  // b's key n is row b * v_wide_request_rows + n, gathered from its page by `<entry>_widen_v`.
+  int v_wide_request_rows;
 };
 
 }  // namespace attnc

@@ -237,11 +237,11 @@ TEST(AttentionGrid, Fp8CasesCoverFormatsScaleKindsAndBothDecodeFamilies) {
 // int8 prefill, contiguous and paged, runs on both prefill families: each case on prefill_sm80 and
 // its `sm90_` twin on prefill_sm90 (paged int8's default is prefill_sm80 until a GPU run confirms
 // prefill_sm90's, so the twins name the family), every kernel's head dims being multiples of 16;
-// contiguous int8_qkv also as an `sm90w_` twin with V widened once per call (v_prewiden).
+// int8_qkv, contiguous and paged, also as an `sm90w_` twin with V widened once per call (v_prewiden).
 TEST(AttentionGrid, Int8PrefillCasesRunOnBothPrefillFamilies) {
   std::map<std::string, GridCase> by_name;
   for (const GridCase& c : int8_grid()) by_name[c.name] = c;
-  int planned[2] = {0, 0}, originals[2] = {0, 0}, prewidened = 0;  // contiguous, paged
+  int planned[2] = {0, 0}, originals[2] = {0, 0}, qkv[2] = {0, 0}, prewidened[2] = {0, 0};  // contiguous, paged
   for (const auto& [name, c] : by_name) {
     if (c.kind == KernelKind::decode || name.rfind("sm90", 0) == 0) continue;  // sm90_ and sm90w_ twins
     ++originals[c.kind == KernelKind::prefill_paged];
@@ -255,14 +255,18 @@ TEST(AttentionGrid, Int8PrefillCasesRunOnBothPrefillFamilies) {
     EXPECT_EQ(plan.paged, c.kind == KernelKind::prefill_paged) << twin.name;
     ++planned[plan.paged];
     EXPECT_FALSE(plan.config.v_prewiden) << twin.name;  // the producer widens
-    // Contiguous int8_qkv a third time, V widened once per call.
-    if (c.kind != KernelKind::prefill || c.spec.quant != QuantMode::int8_qkv) continue;
+    // int8_qkv a third time, V widened once per call.
+    if (c.spec.quant != QuantMode::int8_qkv) continue;
+    ++qkv[plan.paged];
     ASSERT_TRUE(by_name.count("sm90w_" + name)) << name << " has no v_prewiden twin";
     const GridCase& once = by_name.at("sm90w_" + name);
     EXPECT_TRUE(plan_kernel(once.spec, once.kind, grid_config(once, "sm_90a"), "sm_90a").config.v_prewiden);
-    ++prewidened;
+    ++prewidened[plan.paged];
   }
-  EXPECT_GE(prewidened, 4);  // every contiguous int8_qkv kernel
+  EXPECT_GE(qkv[0], 4);  // every int8_qkv kernel contiguous, and the paged ones, have their twin
+  EXPECT_GE(qkv[1], 3);
+  EXPECT_EQ(prewidened[0], qkv[0]);
+  EXPECT_EQ(prewidened[1], qkv[1]);
   EXPECT_EQ(planned[0], originals[0]);
   EXPECT_EQ(planned[1], originals[1]);
   EXPECT_GE(originals[1], 6);  // every int8 kernel paged

@@ -1,5 +1,5 @@
-// generator/plan: prefill_sm90's v_prewiden (Config::v_prewiden: contiguous int8_qkv's V widened once
-// per call into the workspace by `<entry>_widen_v`) — its name, JSON, traits and second entry, shared
+// generator/plan: prefill_sm90's v_prewiden (Config::v_prewiden: int8_qkv's V, contiguous or paged,
+// widened once per call into the workspace by `<entry>_widen_v`) — its name, JSON, traits and second entry, shared
 // memory without the raw V ring, the workspace it needs, the configs VWiden asks for, and where it is
 // refused.
 #include <gtest/gtest.h>
@@ -34,8 +34,13 @@ TEST(PlanVPrewiden, ConfigsByVWiden) {
   EXPECT_TRUE(once.v_prewiden);
   EXPECT_EQ(once.short_name(), "m128n128w12s2vw");  // int8_qk's tiles
   EXPECT_EQ(default_prefill_sm90_config(s, KernelKind::prefill), kVPrewidenIsDefault ? once : producer);
-  // Never for paged kernels or int8_qk, whatever is asked.
-  EXPECT_FALSE(default_prefill_sm90_config(s, KernelKind::prefill_paged, VWiden::once_per_call).v_prewiden);
+  // Paged: int8_qk's paged tiles, the default by kPagedVPrewidenIsDefault; never for int8_qk.
+  const Config paged_once = default_prefill_sm90_config(s, KernelKind::prefill_paged, VWiden::once_per_call);
+  const Config paged_producer = default_prefill_sm90_config(s, KernelKind::prefill_paged, VWiden::producer);
+  EXPECT_EQ(paged_once.short_name(), "m128n128w12s2vw");
+  EXPECT_EQ(paged_producer.short_name(), "m128n128w12s2");
+  EXPECT_EQ(default_prefill_sm90_config(s, KernelKind::prefill_paged),
+            kPagedVPrewidenIsDefault ? paged_once : paged_producer);
   EXPECT_FALSE(default_prefill_sm90_config(int8_llama(QuantMode::int8_qk), KernelKind::prefill, VWiden::once_per_call)
                    .v_prewiden);
 }
@@ -75,6 +80,31 @@ TEST(PlanVPrewiden, WorkspaceIsTheWidenedV) {
       plan_kernel(s, KernelKind::prefill, default_prefill_sm90_config(s, KernelKind::prefill, VWiden::producer),
                   "sm_90a");
   EXPECT_EQ(v_prewiden_workspace_bytes(producer, 1000), 0u);
+  EXPECT_EQ(v_prewiden_rows(plan, 3, 1000, 1234), 1234);  // contiguous: total_k
+  EXPECT_EQ(v_prewiden_rows(plan, 3, 0, -1), -1);
+}
+
+// Paged: every request gets max_seqlen_k rows rounded up to whole key tiles (the pass zeroes a
+// request's rows from its end to its last tile's end); unknown max_seqlen_k (0) cannot be served.
+TEST(PlanVPrewiden, PagedWorkspaceIsARequestOfWholeTilesEach) {
+  Spec s = int8_llama(QuantMode::int8_qkv);
+  s.head_dim_v = 64;
+  s.num_kv_heads = 4;
+  const Config c = default_prefill_sm90_config(s, KernelKind::prefill_paged, VWiden::once_per_call);
+  const KernelPlan plan = plan_kernel(s, KernelKind::prefill_paged, c, "sm_90a");
+  ASSERT_EQ(c.block_n, 128);
+  EXPECT_EQ(v_prewiden_request_rows(plan, 1000), 1024);
+  EXPECT_EQ(v_prewiden_request_rows(plan, 1024), 1024);
+  EXPECT_EQ(v_prewiden_rows(plan, 3, 1000, 1234), 3 * 1024);  // total_k is not what a paged call bounds
+  EXPECT_EQ(v_prewiden_rows(plan, 3, 0, 1234), -1);
+  EXPECT_EQ(v_prewiden_workspace_bytes(plan, v_prewiden_rows(plan, 3, 1000, -1)), size_t(3) * 1024 * 4 * 64 * 2);
+  // d256: 48-key paged tiles.
+  s.head_dim = s.head_dim_v = 256;
+  const KernelPlan d256 = plan_kernel(
+      s, KernelKind::prefill_paged, default_prefill_sm90_config(s, KernelKind::prefill_paged, VWiden::once_per_call),
+      "sm_90a");
+  EXPECT_EQ(d256.config.block_n, 48);
+  EXPECT_EQ(v_prewiden_request_rows(d256, 100), 144);
 }
 
 using test::expect_refused;
@@ -82,8 +112,8 @@ using test::expect_refused;
 TEST(PlanVPrewiden, RefusedWhereItCannotRun) {
   expect_refused(int8_llama(QuantMode::int8_qk), KernelKind::prefill, R"({"v_prewiden": true})",
                  "v_prewiden widens int8 V; quant int8_qk has no int8 V (v_prewiden: false)");
-  expect_refused(int8_llama(QuantMode::int8_qkv), KernelKind::prefill_paged, R"({"v_prewiden": true})",
-                 "v_prewiden widens contiguous V; a prefill_paged kernel reads V by pages");
+  expect_refused(int8_llama(QuantMode::int8_qk), KernelKind::prefill_paged, R"({"v_prewiden": true})",
+                 "v_prewiden widens int8 V; quant int8_qk has no int8 V");
   expect_refused(int8_llama(QuantMode::int8_qkv), KernelKind::prefill,
                  R"({"family": "prefill_sm80", "v_prewiden": true})", "v_prewiden is prefill_sm90's");
 }

@@ -240,6 +240,27 @@ TEST_F(Dispatcher, VPrewidenNeedsTheWorkspaceElseTheProducerWidens) {
   EXPECT_EQ(heuristic.workspace_needed(call), kVPrewidenIsDefault ? widened : 0u);
 }
 
+// Paged: each request's keys at its own rows of the workspace, max_seqlen_k rounded up to whole
+// key tiles; the fallback is the paged kernel that widens V in its producer.
+TEST_F(Dispatcher, PagedVPrewidenNeedsRequestsOfWholeTilesElseTheProducerWidens) {
+  const Spec s = test::as_int8_qkv(spec_);
+  Attention att(s, options());
+  const Problem call{KernelKind::prefill_paged, 2, 500, 500};
+  TunedChoice once;
+  once.config = default_prefill_sm90_config(s, KernelKind::prefill_paged, VWiden::once_per_call);
+  ASSERT_TRUE(once.config.v_prewiden);
+  ASSERT_EQ(once.config.block_n, 128);
+  att.pin(ShapeBucket::of(call), once);
+  const size_t widened = size_t(2) * 512 * s.num_kv_heads * s.head_dim_v * 2;  // 500 keys in 128-key tiles
+  EXPECT_TRUE(att.select(call, widened).config->v_prewiden);
+  EXPECT_EQ(*att.select(call, widened - 1).config,
+            default_prefill_sm90_config(s, KernelKind::prefill_paged, VWiden::producer));
+  EXPECT_FALSE(att.select(call).config->v_prewiden);  // nothing reserved
+  EXPECT_GE(att.workspace_needed(call), widened);
+  Attention heuristic(s, options());
+  EXPECT_EQ(heuristic.workspace_needed(call) >= widened, kPagedVPrewidenIsDefault);
+}
+
 TEST_F(Dispatcher, KindsTheSpecLacks) {
   Attention att(parse_spec("version: 1\nname: p\nhead_dim: 64\nnum_q_heads: 4\nkernels: [prefill]\n", "p.yaml"),
                 options());

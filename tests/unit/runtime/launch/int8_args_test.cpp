@@ -293,5 +293,28 @@ TEST(Int8Args, VPrewidenNeedsItsWorkspace) {
   EXPECT_EQ(companion_suffix(producer), nullptr);
 }
 
+// Paged v_prewiden: each request's keys gathered into max_seqlen_k rows rounded up to the key tile,
+// so the call needs max_seqlen_k, a workspace of batch such requests, and 16-byte pieces of v
+// (the page stride too).
+TEST(Int8Args, PagedVPrewidenNeedsMaxSeqlenKAndItsWorkspace) {
+  const Spec s = int8_llama(QuantMode::int8_qkv);
+  const KernelPlan plan =
+      plan_kernel(s, KernelKind::prefill_paged,
+                  default_prefill_sm90_config(s, KernelKind::prefill_paged, VWiden::once_per_call), "sm_90a");
+  ASSERT_TRUE(plan.config.v_prewiden);
+  ASSERT_EQ(plan.config.block_n, 128);
+  EXPECT_STREQ(companion_suffix(plan), "_widen_v");
+  AttentionArgs a = good_args(true);
+  expect_bad(plan, a, "paged v_prewiden gathers each request's keys into max_seqlen_k rows of the workspace and "
+                      "needs max_seqlen_k");
+  a.max_seqlen_k = 1000;  // 1024 rows a request, 2 requests, Hkv 8, Dv 128, 2 bytes
+  expect_bad(plan, a, "v_prewiden widens v into a workspace of 4194304 bytes (batch x max_seqlen_k rounded up to "
+                      "block_n x Hkv x head_dim_v x 2), got 0");
+  a.workspace = reinterpret_cast<void*>(0xb0000);
+  a.workspace_bytes = 4194304;
+  a.v_block_stride = 8 * 16 * 128 + 8;
+  expect_bad(plan, a, "v strides must be multiples of 16 int8 elements for v_prewiden (16-byte pieces), got 16392");
+}
+
 }  // namespace
 }  // namespace attnc
