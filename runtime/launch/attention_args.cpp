@@ -205,7 +205,7 @@ void set_tensor_maps(AttentionLaunch& l, const KernelPlan& plan, const Attention
   l.maps.q = tensor_map("q", p.q, qk_cols, s.num_q_heads, a.total_q, p.q_head_stride, p.q_row_stride, bm);
   // v_prewiden: the fp16 workspace set_v_prewiden fills, [rows, Hkv, Dv] (paged: the requests'
   // rows, read in whole key tiles).
-  auto wide_v_map = [&](long long rows, int box) {
+  auto wide_v_map = [&](int rows, int box) {
     return tensor_map("the widened v (workspace)", p.v_wide, plan.head_dim_v, s.num_kv_heads, rows, plan.head_dim_v,
                       (long long)s.num_kv_heads * plan.head_dim_v, box);
   };
@@ -215,7 +215,7 @@ void set_tensor_maps(AttentionLaunch& l, const KernelPlan& plan, const Attention
     l.maps.k = paged_tensor_map("k", p.k, qk_cols, s.num_kv_heads, a, p.k_head_stride, p.k_row_stride,
                                 p.k_block_stride, box);
     if (plan.config.v_prewiden)
-      l.maps.v = wide_v_map((long long)a.batch * p.v_wide_request_rows, bn);
+      l.maps.v = wide_v_map(a.batch * p.v_wide_request_rows, bn);  // set_v_prewiden bounds it
     else
       l.maps.v = paged_tensor_map("v", p.v, v_cols, s.num_kv_heads, a, p.v_head_stride, p.v_row_stride,
                                   p.v_block_stride, box);
@@ -252,15 +252,18 @@ void set_v_prewiden(AttentionLaunch& l, const KernelPlan& plan, const AttentionA
             2 * stride);
   p.v_wide = static_cast<unsigned short*>(a.workspace);
   const long long pieces_per_row = (long long)plan.kv_heads() * (plan.head_dim_v / 16);
-  long long pieces = rows * pieces_per_row;  // paged: a request's, one grid row per request
+  long long pieces;  // 16-byte pieces a grid row widens: all of them, or (paged) one request's
   if (plan.paged) {
+    require(rows < (1LL << 31), "paged v_prewiden's workspace rows (batch x max_seqlen_k rounded up to block_n, ",
+            rows, ") must stay under 2^31 (a TMA dimension)");
     p.v_wide_request_rows = int(v_prewiden_request_rows(plan, a.max_seqlen_k));
     pieces = p.v_wide_request_rows * pieces_per_row;
     require(pieces < (1LL << 31), "paged v_prewiden indexes a request's pieces in 32 bits: max_seqlen_k ",
             a.max_seqlen_k, " x Hkv x head_dim_v / 16 must stay under 2^31");
-    l.widen_grid.y = unsigned(a.batch);  // the kernel's grid.z bounds it (<= 65535)
+    l.widen_grid.y = unsigned(a.batch);  // one grid row per request; the kernel's grid.z bounds it (<= 65535)
   } else {
     p.total_k = int(rows);
+    pieces = rows * pieces_per_row;
   }
   l.widen_v = pieces > 0 && a.batch > 0;  // no rows: nothing to widen, and a grid of 0 blocks cannot launch
   l.widen_grid.x = unsigned(std::min<long long>((pieces + kWidenVThreads - 1) / kWidenVThreads, 1 << 20));

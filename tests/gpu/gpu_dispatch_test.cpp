@@ -2,14 +2,15 @@
 // prefill and paged decode (vLLM layout, shuffled pages, split-KV from a reserved workspace); the
 // tuned path (a hand-written record choosing block_n 32 and 3 splits); JIT off on an empty cache;
 // a CUDA graph captured around run() and replayed on fresh inputs; a background compile that
-// serves the heuristic kernel first and the tuned one once built; int8_qkv prefill with and without
-// the reserved workspace its V widening needs. Skips without a GPU.
+// serves the heuristic kernel first and the tuned one once built; int8_qkv prefill, contiguous and
+// paged, with and without the reserved workspace its V widening needs. Skips without a GPU.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <numeric>
+#include <optional>
 
 #include "runtime/dispatch/dispatcher.h"
 #include "check/int8_inputs.h"
@@ -163,6 +164,20 @@ class GpuDispatch : public ::testing::Test {
 // The ragged prefill batch of the prefill tests: queries (1, 37, 200) over keys (5, 37, 300).
 const std::vector<int> kPrefillCuQ = prefix_sum({1, 37, 200}), kPrefillCuK = prefix_sum({5, 37, 300});
 
+// The bf16 output of a prefill of the kPrefillCuQ / kPrefillCuK batch against the causal float64
+// reference of qx, kx, vx (K/V rows contiguous per request).
+void expect_prefill_matches(const DeviceBuffer& o, const std::vector<double>& qx, const std::vector<double>& kx,
+                            const std::vector<double>& vx, const char* what) {
+  ReferenceOptions opt;
+  opt.head_dim = opt.head_dim_v = kD;
+  opt.num_q_heads = kHq;
+  opt.num_kv_heads = kHkv;
+  opt.causal = true;
+  std::vector<double> ref, lse;
+  reference_attention_parallel(opt, kPrefillCuQ, kPrefillCuK, qx, kx, vx, ref, lse);
+  expect_matches(o.download<std::uint16_t>(), ref, what);
+}
+
 // One contiguous prefill call through `att` on q, k, v (device; `extra` sets what else the spec
 // needs), the bf16 output poisoned first, compared with the causal float64 reference of qx, kx, vx.
 template <class Extra>
@@ -189,14 +204,7 @@ void run_prefill_and_compare(Attention& att, Stream& stream, const DeviceBuffer&
   extra(a);
   att.run(a, KernelKind::prefill, stream.handle());
   stream.synchronize();
-  ReferenceOptions opt;
-  opt.head_dim = opt.head_dim_v = kD;
-  opt.num_q_heads = kHq;
-  opt.num_kv_heads = kHkv;
-  opt.causal = true;
-  std::vector<double> ref, lse;
-  reference_attention_parallel(opt, cq, ck, qx, kx, vx, ref, lse);
-  expect_matches(o.download<std::uint16_t>(), ref, what);
+  expect_prefill_matches(o, qx, kx, vx, what);
 }
 
 // With total_k, and without it (a caller that predates the field): on sm_90a the second call is
@@ -219,19 +227,25 @@ TEST_F(GpuDispatch, PrefillMatchesReference) {
   EXPECT_TRUE(s.kernel_loaded);
 }
 
+// int8_qkv inputs of the kPrefillCuQ / kPrefillCuK batch, after `att`'s reserve() for `kind` when
+// `reserved`: then the kernel that widens V once per call serves it, else the producer's.
+Int8Inputs int8_qkv_prefill_inputs(Attention& att, KernelKind kind, bool reserved) {
+  const Problem largest{kind, 3, 200, 300};
+  if (reserved) att.reserve(largest);
+  EXPECT_EQ(att.select(largest).config->v_prewiden, reserved);
+  std::mt19937_64 rng(fresh_seed());
+  return random_int8_inputs(Int8Mode::qkv, DType::bf16, kPrefillCuQ.back(), kPrefillCuK.back(), kHq, kHkv, kD, kD,
+                            rng);
+}
+
 // int8_qkv prefill: without a workspace the kernel whose producer widens V serves the call; once
 // reserve() has sized one, V is widened once per call into it (v_prewiden). Both against the float64
 // reference on the dequantised inputs, the output poisoned before each call.
 TEST_F(GpuDispatch, Int8QkvPrefillWidensVInTheReservedWorkspaceElseInTheProducer) {
   Attention att(test::as_int8_qkv(spec_), options());
-  const Problem largest{KernelKind::prefill, 3, 200, 300};
   for (const bool reserved : {false, true}) {
     SCOPED_TRACE(reserved ? "reserved" : "no workspace");
-    if (reserved) att.reserve(largest);
-    EXPECT_EQ(att.select(largest).config->v_prewiden, reserved);
-    std::mt19937_64 rng(fresh_seed());
-    const Int8Inputs in = random_int8_inputs(Int8Mode::qkv, DType::bf16, kPrefillCuQ.back(), kPrefillCuK.back(), kHq,
-                                             kHkv, kD, kD, rng);
+    const Int8Inputs in = int8_qkv_prefill_inputs(att, KernelKind::prefill, reserved);
     DeviceBuffer q = DeviceBuffer::from(in.q), k = DeviceBuffer::from(in.k), v = DeviceBuffer::from(in.v);
     DeviceBuffer qs = DeviceBuffer::from(in.q_scale), ks = DeviceBuffer::from(in.k_token_scale),
                  vs = DeviceBuffer::from(in.v_channel_scale);
@@ -241,6 +255,64 @@ TEST_F(GpuDispatch, Int8QkvPrefillWidensVInTheReservedWorkspaceElseInTheProducer
                               a.k_token_scale = ks.as<float>();
                               a.v_channel_scale = vs.as<float>();
                             });
+  }
+}
+
+// Paged int8_qkv prefill (vLLM layout, random pages, page 16, unowned slots poisoned): without a
+// workspace the paged kernel whose producer widens V serves the call; once reserve() has sized one,
+// the pages of V are gathered and widened once per call into it (v_prewiden), the rows from each
+// request's end to its last key tile's zeroed over the workspace's leftovers.
+TEST_F(GpuDispatch, PagedInt8QkvPrefillWidensVInTheReservedWorkspaceElseInTheProducer) {
+  Attention att(test::as_int8_qkv(spec_), options());
+  const std::vector<int> lens_k = {5, 37, 300};
+  for (const bool reserved : {false, true}) {
+    SCOPED_TRACE(reserved ? "reserved" : "no workspace");
+    const Int8Inputs in = int8_qkv_prefill_inputs(att, KernelKind::prefill_paged, reserved);
+    std::mt19937_64 rng(fresh_seed());
+    PageTableOptions po;
+    po.page_size = kPage;
+    po.num_blocks = 64;
+    const HostPageTable t = build_page_table(lens_k, po, rng);
+    const KvCacheStrides s = kv_cache_strides(KvCacheLayout::vllm, po.num_blocks, kPage, kHkv, kD, kD);
+    const Int8CacheImages img = int8_cache_images(Int8Mode::qkv, s, t, kPrefillCuK, in, kD, kD);
+    DeviceBuffer q = DeviceBuffer::from(in.q), cache = DeviceBuffer::from(img.kv),
+                 ks = DeviceBuffer::from(img.k_token_scale), qs = DeviceBuffer::from(in.q_scale),
+                 vs = DeviceBuffer::from(in.v_channel_scale), table = DeviceBuffer::from(t.block_table),
+                 seqused = DeviceBuffer::from(t.seqused_k), cq = DeviceBuffer::from(kPrefillCuQ);
+    DeviceBuffer o(size_t(kPrefillCuQ.back()) * kHq * kD * 2);
+    o.memset(0xff);
+    // Reserved: the call brings a workspace of what reserve() sized, holding an earlier call's
+    // leftovers (NaN), so rows the pass should have zeroed show.
+    std::optional<DeviceBuffer> workspace;
+    if (reserved) {
+      workspace.emplace(att.workspace_bytes());
+      workspace->memset(0xff);
+    }
+    test_gpu()->synchronize();  // the legacy stream's copies and memset, before the test's stream reads
+    AttentionArgs a;
+    a.q = q.as<void>();
+    a.o = o.as<void>();
+    a.cu_seqlens_q = cq.as<int>();
+    a.batch = 3;
+    a.total_q = kPrefillCuQ.back();
+    a.max_seqlen_q = 200;
+    a.max_seqlen_k = 300;
+    bind_kv_cache(a, s, cache.as(), 1);  // int8 planes: one byte per element
+    a.block_table = table.as<int>();
+    a.block_table_stride = t.table_stride;
+    a.max_blocks_per_seq = t.max_blocks_per_seq;
+    a.seqused_k = seqused.as<int>();
+    a.q_scale = qs.as<float>();
+    a.k_token_scale = ks.as<float>();
+    a.v_channel_scale = vs.as<float>();
+    if (workspace) {
+      a.workspace = workspace->as<void>();
+      a.workspace_bytes = workspace->size();
+    }
+    att.run(a, KernelKind::prefill_paged, stream_->handle());
+    stream_->synchronize();
+    expect_prefill_matches(o, in.q_exact, in.k_exact, in.v_exact,
+                           reserved ? "paged int8_qkv v_prewiden" : "paged int8_qkv");
   }
 }
 

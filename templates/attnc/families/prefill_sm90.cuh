@@ -24,8 +24,10 @@
 // Paged K/V (kPaged, prefill_sm90_paged.cuh): a producer warp loads each tile as one TMA box per
 // page (or part of a page), and the last tile's V rows past the request's end are zeroed before
 // the consumers read it (barrier v_tail). int8: K (with its key scales, by bulk copy) and V by a
-// warp each. kPagedGather (16-bit, prefill_sm90_paged_gather.cuh): the producer warpgroup gathers
-// the tiles by cp.async instead, zero-filling rows past the end (no v_tail).
+// warp each; int8_qkv with kVPrewiden reads V from the workspace its widening pass gathered the
+// pages into, as contiguous rows (load_wide_v). kPagedGather (16-bit,
+// prefill_sm90_paged_gather.cuh): the producer warpgroup gathers the tiles by cp.async instead,
+// zero-filling rows past the end (no v_tail).
 //
 // Work order (core/work_order.cuh): causal items run longest first. Persistent blocks (kPersistent,
 // one per SM, contiguous K/V) walk several items: the K/V rings run on across items, the output is

@@ -218,45 +218,41 @@ TEST_F(Dispatcher, WorkspaceNeededCoversEveryForcedCount) {
               att.select({KernelKind::decode, b, 1, 8192}, SIZE_MAX).num_splits);
 }
 
-// int8_qkv prefill with V widened once per call (v_prewiden) lives in the workspace: reserve() sizes
-// it for prefill shapes, and a call whose workspace cannot hold the widened V gets the kernel that
-// widens V in its producer (the heuristic's tiles for that path).
+// A v_prewiden kernel pinned for `call` is served from `widened` bytes of workspace, not from one
+// byte less (then the kernel of the same kind whose producer widens V: the heuristic's tiles for
+// that path) nor without a workspace; reserve() covers it.
+void expect_v_prewiden_needs(Attention& att, const Spec& s, const Problem& call, size_t widened) {
+  TunedChoice once;
+  once.config = default_prefill_sm90_config(s, call.kind, VWiden::once_per_call);
+  ASSERT_TRUE(once.config.v_prewiden);
+  att.pin(ShapeBucket::of(call), once);
+  EXPECT_TRUE(att.select(call, widened).config->v_prewiden);
+  EXPECT_EQ(*att.select(call, widened - 1).config, default_prefill_sm90_config(s, call.kind, VWiden::producer));
+  EXPECT_FALSE(att.select(call).config->v_prewiden);  // nothing reserved
+  EXPECT_GE(att.workspace_needed(call), widened);
+}
+
+// int8_qkv prefill with V widened once per call (v_prewiden) lives in the workspace: batch x
+// max_seqlen_k rows; with the heuristic (no pin) reserve() covers what the heuristic runs.
 TEST_F(Dispatcher, VPrewidenNeedsTheWorkspaceElseTheProducerWidens) {
   const Spec s = test::as_int8_qkv(spec_);
   Attention att(s, options());
   const Problem call{KernelKind::prefill, 2, 512, 512};
-  TunedChoice once;
-  once.config = default_prefill_sm90_config(s, KernelKind::prefill, VWiden::once_per_call);
-  ASSERT_TRUE(once.config.v_prewiden);
-  att.pin(ShapeBucket::of(call), once);
-  const size_t widened = size_t(2) * 512 * s.num_kv_heads * s.head_dim_v * 2;  // batch x max_seqlen_k rows
-  EXPECT_TRUE(att.select(call, widened).config->v_prewiden);
-  const Selection small = att.select(call, widened - 1);
-  EXPECT_EQ(*small.config, default_prefill_sm90_config(s, KernelKind::prefill, VWiden::producer));
-  EXPECT_FALSE(att.select(call).config->v_prewiden);  // nothing reserved
-  // reserve() covers it; with the heuristic (no pin) it covers what the heuristic runs.
-  EXPECT_GE(att.workspace_needed(call), widened);
+  const size_t widened = size_t(2) * 512 * s.num_kv_heads * s.head_dim_v * 2;
+  expect_v_prewiden_needs(att, s, call, widened);
   Attention heuristic(s, options());
   EXPECT_EQ(heuristic.workspace_needed(call), kVPrewidenIsDefault ? widened : 0u);
 }
 
 // Paged: each request's keys at its own rows of the workspace, max_seqlen_k rounded up to whole
-// key tiles; the fallback is the paged kernel that widens V in its producer.
+// key tiles (500 keys: 512 rows in 128-key tiles).
 TEST_F(Dispatcher, PagedVPrewidenNeedsRequestsOfWholeTilesElseTheProducerWidens) {
   const Spec s = test::as_int8_qkv(spec_);
   Attention att(s, options());
   const Problem call{KernelKind::prefill_paged, 2, 500, 500};
-  TunedChoice once;
-  once.config = default_prefill_sm90_config(s, KernelKind::prefill_paged, VWiden::once_per_call);
-  ASSERT_TRUE(once.config.v_prewiden);
-  ASSERT_EQ(once.config.block_n, 128);
-  att.pin(ShapeBucket::of(call), once);
-  const size_t widened = size_t(2) * 512 * s.num_kv_heads * s.head_dim_v * 2;  // 500 keys in 128-key tiles
-  EXPECT_TRUE(att.select(call, widened).config->v_prewiden);
-  EXPECT_EQ(*att.select(call, widened - 1).config,
-            default_prefill_sm90_config(s, KernelKind::prefill_paged, VWiden::producer));
-  EXPECT_FALSE(att.select(call).config->v_prewiden);  // nothing reserved
-  EXPECT_GE(att.workspace_needed(call), widened);
+  ASSERT_EQ(default_prefill_sm90_config(s, call.kind, VWiden::once_per_call).block_n, 128);
+  const size_t widened = size_t(2) * 512 * s.num_kv_heads * s.head_dim_v * 2;
+  expect_v_prewiden_needs(att, s, call, widened);
   Attention heuristic(s, options());
   EXPECT_EQ(heuristic.workspace_needed(call) >= widened, kPagedVPrewidenIsDefault);
 }
