@@ -258,8 +258,8 @@ void set_v_prewiden(AttentionLaunch& l, const KernelPlan& plan, const AttentionA
             rows, ") must stay under 2^31 (a TMA dimension)");
     p.v_wide_request_rows = int(v_prewiden_request_rows(plan, a.max_seqlen_k));
     pieces = p.v_wide_request_rows * pieces_per_row;
-    require(pieces < (1LL << 31), "paged v_prewiden indexes a request's pieces in 32 bits: max_seqlen_k ",
-            a.max_seqlen_k, " x Hkv x head_dim_v / 16 must stay under 2^31");
+    require(pieces < (1LL << 30), "paged v_prewiden indexes a request's pieces in 32 bits: max_seqlen_k ",
+            a.max_seqlen_k, " x Hkv x head_dim_v / 16 must stay under 2^30");
     l.widen_grid.y = unsigned(a.batch);  // one grid row per request; the kernel's grid.z bounds it (<= 65535)
   } else {
     p.total_k = int(rows);

@@ -22,7 +22,7 @@ struct PrefillWidenV {
   static constexpr int kPieces = DV / 16;  // 16-byte pieces of an int8 row (the planner takes Dv % 16 == 0)
   static_assert(DV % 16 == 0, "int8 V rows in 16-byte pieces");
 
-  // 16 int8 values to 16 fp16 ones (the producer's conversion), stored at `out`.
+  // 16 int8 values at `in_bytes` to 16 fp16 ones (the producer's conversion) at `out_values`.
   __device__ static void widen_piece(const unsigned char* in_bytes, unsigned short* out_values) {
     const uint4 in = __ldg(reinterpret_cast<const uint4*>(in_bytes));
     const u32 a = in.x ^ 0x80808080u, b = in.y ^ 0x80808080u, c = in.z ^ 0x80808080u, d = in.w ^ 0x80808080u;
@@ -59,7 +59,7 @@ struct PrefillWidenV {
     const int seq = blockIdx.y;
     const KvSource<true> src(p, seq, 0);
     const int tiles_end = (src.sk + T::kBlockN - 1) / T::kBlockN * T::kBlockN;
-    const int pieces = tiles_end * p.num_kv_heads * kPieces;  // the planner bounds rows x heads x pieces
+    const int pieces = tiles_end * p.num_kv_heads * kPieces;  // < 2^30: set_v_prewiden bounds it
     const unsigned char* v = static_cast<const unsigned char*>(p.v);
     unsigned short* const wide = p.v_wide + (long long)seq * p.v_wide_request_rows * p.num_kv_heads * DV;
     for (int i = blockIdx.x * kWidenVThreads + threadIdx.x; i < pieces; i += gridDim.x * kWidenVThreads) {
