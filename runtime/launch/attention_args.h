@@ -87,7 +87,8 @@ struct AttentionArgs {
   // Split-KV (decode): the number of KV parts, decided by decide_num_splits (generator/split_kv.h);
   // 1 = off. Attention::run takes 0 to decide it there, and max_seqlen_k picks its shape bucket.
   int num_splits = 1;
-  int max_seqlen_k = 0;   // host bound on KV lengths (0: unknown)
+  int max_seqlen_k = 0;   // host bound on KV lengths (0: unknown; paged int8_qkv's v_prewiden lays
+                          // its workspace out by it: a longer request's output is NaN)
   // >= attention_workspace_bytes(plan, total_q, num_splits); prefill_sm90 v_prewiden:
   // >= v_prewiden_workspace_bytes(plan, total_k) (generator/plan/plan_prefill_sm90.h)
   void* workspace = nullptr;

@@ -3,7 +3,8 @@
 // tuned path (a hand-written record choosing block_n 32 and 3 splits); JIT off on an empty cache;
 // a CUDA graph captured around run() and replayed on fresh inputs; a background compile that
 // serves the heuristic kernel first and the tuned one once built; int8_qkv prefill, contiguous and
-// paged, with and without the reserved workspace its V widening needs. Skips without a GPU.
+// paged, with and without the reserved workspace its V widening needs, and paged with a max_seqlen_k
+// below a request's length (that request NaN, nothing written outside its rows). Skips without a GPU.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -166,8 +167,8 @@ const std::vector<int> kPrefillCuQ = prefix_sum({1, 37, 200}), kPrefillCuK = pre
 
 // The bf16 output of a prefill of the kPrefillCuQ / kPrefillCuK batch against the causal float64
 // reference of qx, kx, vx (K/V rows contiguous per request).
-void expect_prefill_matches(const DeviceBuffer& o, const std::vector<double>& qx, const std::vector<double>& kx,
-                            const std::vector<double>& vx, const char* what) {
+std::vector<double> prefill_reference(const std::vector<double>& qx, const std::vector<double>& kx,
+                                      const std::vector<double>& vx) {
   ReferenceOptions opt;
   opt.head_dim = opt.head_dim_v = kD;
   opt.num_q_heads = kHq;
@@ -175,7 +176,11 @@ void expect_prefill_matches(const DeviceBuffer& o, const std::vector<double>& qx
   opt.causal = true;
   std::vector<double> ref, lse;
   reference_attention_parallel(opt, kPrefillCuQ, kPrefillCuK, qx, kx, vx, ref, lse);
-  expect_matches(o.download<std::uint16_t>(), ref, what);
+  return ref;
+}
+void expect_prefill_matches(const DeviceBuffer& o, const std::vector<double>& qx, const std::vector<double>& kx,
+                            const std::vector<double>& vx, const char* what) {
+  expect_matches(o.download<std::uint16_t>(), prefill_reference(qx, kx, vx), what);
 }
 
 // One contiguous prefill call through `att` on q, k, v (device; `extra` sets what else the spec
@@ -258,62 +263,92 @@ TEST_F(GpuDispatch, Int8QkvPrefillWidensVInTheReservedWorkspaceElseInTheProducer
   }
 }
 
-// Paged int8_qkv prefill (vLLM layout, random pages, page 16, unowned slots poisoned): without a
-// workspace the paged kernel whose producer widens V serves the call; once reserve() has sized one,
-// the pages of V are gathered and widened once per call into it (v_prewiden), the rows from each
-// request's end to its last key tile's zeroed over the workspace's leftovers.
+// One paged int8_qkv prefill of the kPrefillCuQ / kPrefillCuK batch (vLLM layout, random pages,
+// page 16) through `att`, after its reserve() when `reserved`, with the call's max_seqlen_k; the
+// output is poisoned with `poison` bytes first, and a reserved call's workspace holds an earlier
+// call's leftovers (NaN), so rows the widening pass should have zeroed show. Returns the output and
+// the inputs' exact values.
+struct PagedInt8Run {
+  std::vector<std::uint16_t> o;
+  Int8Inputs in;
+};
+PagedInt8Run run_paged_int8_qkv(Attention& att, Stream& stream, bool reserved, int max_seqlen_k, int poison) {
+  const std::vector<int> lens_k = {5, 37, 300};
+  PagedInt8Run r{{}, int8_qkv_prefill_inputs(att, KernelKind::prefill_paged, reserved)};
+  const Int8Inputs& in = r.in;
+  std::mt19937_64 rng(fresh_seed());
+  PageTableOptions po;
+  po.page_size = kPage;
+  po.num_blocks = 64;
+  const HostPageTable t = build_page_table(lens_k, po, rng);
+  const KvCacheStrides s = kv_cache_strides(KvCacheLayout::vllm, po.num_blocks, kPage, kHkv, kD, kD);
+  const Int8CacheImages img = int8_cache_images(Int8Mode::qkv, s, t, kPrefillCuK, in, kD, kD);
+  DeviceBuffer q = DeviceBuffer::from(in.q), cache = DeviceBuffer::from(img.kv),
+               ks = DeviceBuffer::from(img.k_token_scale), qs = DeviceBuffer::from(in.q_scale),
+               vs = DeviceBuffer::from(in.v_channel_scale), table = DeviceBuffer::from(t.block_table),
+               seqused = DeviceBuffer::from(t.seqused_k), cq = DeviceBuffer::from(kPrefillCuQ);
+  DeviceBuffer o(size_t(kPrefillCuQ.back()) * kHq * kD * 2);
+  o.memset(poison);
+  std::optional<DeviceBuffer> workspace;
+  if (reserved) {
+    workspace.emplace(att.workspace_bytes());
+    workspace->memset(0xff);
+  }
+  test_gpu()->synchronize();  // the legacy stream's copies and memset, before the test's stream reads
+  AttentionArgs a;
+  a.q = q.as<void>();
+  a.o = o.as<void>();
+  a.cu_seqlens_q = cq.as<int>();
+  a.batch = 3;
+  a.total_q = kPrefillCuQ.back();
+  a.max_seqlen_q = 200;
+  a.max_seqlen_k = max_seqlen_k;
+  bind_kv_cache(a, s, cache.as(), 1);  // int8 planes: one byte per element
+  a.block_table = table.as<int>();
+  a.block_table_stride = t.table_stride;
+  a.max_blocks_per_seq = t.max_blocks_per_seq;
+  a.seqused_k = seqused.as<int>();
+  a.q_scale = qs.as<float>();
+  a.k_token_scale = ks.as<float>();
+  a.v_channel_scale = vs.as<float>();
+  if (workspace) {
+    a.workspace = workspace->as<void>();
+    a.workspace_bytes = workspace->size();
+  }
+  att.run(a, KernelKind::prefill_paged, stream.handle());
+  stream.synchronize();
+  r.o = o.download<std::uint16_t>();
+  return r;
+}
+
+// Paged int8_qkv prefill (unowned slots poisoned): without a workspace the paged kernel whose
+// producer widens V serves the call; once reserve() has sized one, the pages of V are gathered and
+// widened once per call into it (v_prewiden), the rows from each request's end to its last key
+// tile's zeroed over the workspace's leftovers.
 TEST_F(GpuDispatch, PagedInt8QkvPrefillWidensVInTheReservedWorkspaceElseInTheProducer) {
   Attention att(test::as_int8_qkv(spec_), options());
-  const std::vector<int> lens_k = {5, 37, 300};
   for (const bool reserved : {false, true}) {
     SCOPED_TRACE(reserved ? "reserved" : "no workspace");
-    const Int8Inputs in = int8_qkv_prefill_inputs(att, KernelKind::prefill_paged, reserved);
-    std::mt19937_64 rng(fresh_seed());
-    PageTableOptions po;
-    po.page_size = kPage;
-    po.num_blocks = 64;
-    const HostPageTable t = build_page_table(lens_k, po, rng);
-    const KvCacheStrides s = kv_cache_strides(KvCacheLayout::vllm, po.num_blocks, kPage, kHkv, kD, kD);
-    const Int8CacheImages img = int8_cache_images(Int8Mode::qkv, s, t, kPrefillCuK, in, kD, kD);
-    DeviceBuffer q = DeviceBuffer::from(in.q), cache = DeviceBuffer::from(img.kv),
-                 ks = DeviceBuffer::from(img.k_token_scale), qs = DeviceBuffer::from(in.q_scale),
-                 vs = DeviceBuffer::from(in.v_channel_scale), table = DeviceBuffer::from(t.block_table),
-                 seqused = DeviceBuffer::from(t.seqused_k), cq = DeviceBuffer::from(kPrefillCuQ);
-    DeviceBuffer o(size_t(kPrefillCuQ.back()) * kHq * kD * 2);
-    o.memset(0xff);
-    // Reserved: the call brings a workspace of what reserve() sized, holding an earlier call's
-    // leftovers (NaN), so rows the pass should have zeroed show.
-    std::optional<DeviceBuffer> workspace;
-    if (reserved) {
-      workspace.emplace(att.workspace_bytes());
-      workspace->memset(0xff);
-    }
-    test_gpu()->synchronize();  // the legacy stream's copies and memset, before the test's stream reads
-    AttentionArgs a;
-    a.q = q.as<void>();
-    a.o = o.as<void>();
-    a.cu_seqlens_q = cq.as<int>();
-    a.batch = 3;
-    a.total_q = kPrefillCuQ.back();
-    a.max_seqlen_q = 200;
-    a.max_seqlen_k = 300;
-    bind_kv_cache(a, s, cache.as(), 1);  // int8 planes: one byte per element
-    a.block_table = table.as<int>();
-    a.block_table_stride = t.table_stride;
-    a.max_blocks_per_seq = t.max_blocks_per_seq;
-    a.seqused_k = seqused.as<int>();
-    a.q_scale = qs.as<float>();
-    a.k_token_scale = ks.as<float>();
-    a.v_channel_scale = vs.as<float>();
-    if (workspace) {
-      a.workspace = workspace->as<void>();
-      a.workspace_bytes = workspace->size();
-    }
-    att.run(a, KernelKind::prefill_paged, stream_->handle());
-    stream_->synchronize();
-    expect_prefill_matches(o, in.q_exact, in.k_exact, in.v_exact,
-                           reserved ? "paged int8_qkv v_prewiden" : "paged int8_qkv");
+    const PagedInt8Run r = run_paged_int8_qkv(att, *stream_, reserved, 300, 0xff);
+    expect_matches(r.o, prefill_reference(r.in.q_exact, r.in.k_exact, r.in.v_exact),
+                   reserved ? "paged int8_qkv v_prewiden" : "paged int8_qkv");
   }
+}
+
+// A call whose max_seqlen_k (128) is below a request's length (300): the widened V rows are laid out
+// by it, so the widening pass NaNs that request's rows instead of writing into the next request's or
+// past the workspace. The long request's output is NaN (the output is zeroed first, so the NaN is
+// the kernel's), the others' match the reference.
+TEST_F(GpuDispatch, PagedInt8QkvPrewidenNaNsARequestLongerThanMaxSeqlenK) {
+  Attention att(test::as_int8_qkv(spec_), options());
+  const PagedInt8Run r = run_paged_int8_qkv(att, *stream_, true, 128, 0);
+  const std::vector<double> ref = prefill_reference(r.in.q_exact, r.in.k_exact, r.in.v_exact);
+  const size_t short_end = size_t(kPrefillCuQ[2]) * kHq * kD;  // the rows of the two short requests
+  expect_matches(std::vector<std::uint16_t>(r.o.begin(), r.o.begin() + short_end),
+                 std::vector<double>(ref.begin(), ref.begin() + short_end), "paged int8_qkv short requests");
+  long long finite = 0;
+  for (size_t i = short_end; i < r.o.size(); ++i) finite += !std::isnan(bf16_to_float(r.o[i]));
+  EXPECT_EQ(finite, 0) << "the request longer than max_seqlen_k should be NaN";
 }
 
 TEST_F(GpuDispatch, DecodeSplitsIntoTheReservedWorkspace) {

@@ -59,7 +59,12 @@ struct PrefillWidenV {
     const int seq = blockIdx.y;
     const KvSource<true> src(p, seq, 0);
     const int tiles_end = (src.sk + T::kBlockN - 1) / T::kBlockN * T::kBlockN;
-    const int pieces = tiles_end * p.num_kv_heads * kPieces;  // < 2^30: set_v_prewiden bounds it
+    // A request longer than the call's max_seqlen_k (a caller's error the host cannot see in device
+    // lengths) would spill into the next request's rows or past the workspace: its own rows become
+    // NaN instead, so its output is NaN, and nothing is written outside them.
+    const bool too_long = tiles_end > p.v_wide_request_rows;
+    const int rows = too_long ? p.v_wide_request_rows : tiles_end;
+    const int pieces = rows * p.num_kv_heads * kPieces;  // < 2^30: set_v_prewiden bounds it
     const unsigned char* v = static_cast<const unsigned char*>(p.v);
     unsigned short* const wide = p.v_wide + (long long)seq * p.v_wide_request_rows * p.num_kv_heads * DV;
     for (int i = blockIdx.x * kWidenVThreads + threadIdx.x; i < pieces; i += gridDim.x * kWidenVThreads) {
@@ -68,9 +73,10 @@ struct PrefillWidenV {
       const int n = row_head / p.num_kv_heads;
       const int head = row_head - n * p.num_kv_heads;
       unsigned short* const out = wide + (long long)row_head * DV + piece * 16;
-      if (n >= src.sk) {
-        reinterpret_cast<uint4*>(out)[0] = make_uint4(0, 0, 0, 0);
-        reinterpret_cast<uint4*>(out)[1] = make_uint4(0, 0, 0, 0);
+      if (too_long || n >= src.sk) {  // fp16 NaN pairs, or zeros past the request's end
+        const u32 fill = too_long ? 0x7e007e00u : 0u;
+        reinterpret_cast<uint4*>(out)[0] = make_uint4(fill, fill, fill, fill);
+        reinterpret_cast<uint4*>(out)[1] = make_uint4(fill, fill, fill, fill);
         continue;
       }
       const int lp = n / src.page_size, slot = n - lp * src.page_size;
